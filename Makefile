@@ -1,0 +1,137 @@
+# netcoll: the front door. `make help` lists the targets; README.md explains them.
+#
+# Conventions follow p4lang/tutorials' utils/Makefile: programs compile into build/, P4Runtime
+# request logs go to logs/, results to results/, and every variable below can be overridden on
+# the command line (make run TOPO=df:2,4,2).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+SYSTEM_PYTHON ?= /usr/bin/python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BUILD_DIR ?= build
+LOG_DIR ?= logs
+RESULTS_DIR ?= results
+P4C ?= p4c-bm2-ss
+P4TEST ?= p4test
+P4_DEFINES ?=
+TOPO ?= df:2,2,1
+RUN_ARGS ?=
+PYTEST_ARGS ?=
+BENCH_ARGS ?=
+RELIABILITY_ARGS ?=
+TNA_INCLUDE_DIR ?=
+export NETCOLL_STATE_DIR ?= /tmp/netcoll-state
+export VENV SYSTEM_PYTHON TNA_INCLUDE_DIR
+
+P4_COMMON := $(wildcard p4src/common/*.p4)
+V1_PROGRAMS := $(notdir $(basename $(wildcard p4src/v1model/netcoll*.p4)))
+V1_JSON := $(patsubst %,$(BUILD_DIR)/%.json,$(V1_PROGRAMS))
+HAVE_P4C := $(shell command -v $(P4C) >/dev/null 2>&1 && echo yes)
+PYTEST := $(PY) -m pytest
+# pytest exits 5 when it collects nothing (a tier filtered away): not a failure.
+define run_pytest
+	$(PYTEST) $(1) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests for this tier"; rc=0; fi; exit $$rc
+endef
+
+.PHONY: help deps doctor build build-tna run smoke test test-e2e reliability bench lint \
+        format stop clean need-venv need-bmv2 need-p4c
+
+help:
+	@echo "netcoll: in-network collectives on P4 switches (see README.md)"
+	@echo
+	@echo "  make deps         install system packages, p4c/BMv2 where p4lang packages them, the venv"
+	@echo "  make doctor       check every tool the project needs, with versions"
+	@echo "  make build        compile the v1model program(s) into $(BUILD_DIR)/ (P4_DEFINES=-D...)"
+	@echo "  make build-tna    type-check or compile the Tofino (TNA) program"
+	@echo "  make run          bring up TOPO=$(TOPO) of BMv2 switches, program it, open the Mininet CLI"
+	@echo "  make smoke        bring up TOPO, check reachability and one broadcast, tear down"
+	@echo "  make test         unit tests + single-switch data-plane tests (the CI tier)"
+	@echo "  make test-e2e     every collective and algorithm on a Mininet dragonfly"
+	@echo "  make reliability  the fault and fuzzing matrix; writes docs/reliability.md"
+	@echo "  make bench        side-by-side timings; writes $(RESULTS_DIR)/"
+	@echo "  make lint         ruff and mypy"
+	@echo "  make stop         remove every process, namespace and interface a run left behind"
+	@echo "  make clean        remove $(BUILD_DIR)/ and $(LOG_DIR)/"
+
+# -- installation -------------------------------------------------------------------------
+
+deps:
+	$(SYSTEM_PYTHON) -m mininet_topos.environment deps
+
+doctor:
+	@$(SYSTEM_PYTHON) -m mininet_topos.environment doctor
+
+need-venv:
+	@test -x $(PY) || { echo "error: no virtual environment at $(VENV); run 'make deps' first" >&2; exit 1; }
+
+need-p4c:
+	@command -v $(P4C) >/dev/null 2>&1 || { \
+	  echo "error: $(P4C) is not installed. Install p4lang's p4lang-p4c package ('make deps'" >&2; \
+	  echo "       does it on Ubuntu 20.04-24.04), use the Vagrant VM, or build p4c from source." >&2; \
+	  exit 1; }
+
+need-bmv2:
+	@command -v simple_switch_grpc >/dev/null 2>&1 || { \
+	  echo "error: simple_switch_grpc (BMv2 with P4Runtime) is not installed." >&2; \
+	  echo "       Install p4lang's p4lang-bmv2 and p4lang-pi packages ('make deps' does it on" >&2; \
+	  echo "       Ubuntu 20.04-24.04), run 'vagrant up', or build behavioral-model with PI." >&2; \
+	  echo "       'make doctor' shows what else is missing." >&2; \
+	  exit 1; }
+
+# -- the data plane ------------------------------------------------------------------------
+
+build: need-p4c $(V1_JSON)
+
+$(BUILD_DIR)/%.json: p4src/v1model/%.p4 $(P4_COMMON) $(wildcard p4src/v1model/*.p4)
+	@mkdir -p $(@D)
+	$(P4C) --std p4-16 --target bmv2 --arch v1model $(P4_DEFINES) -o $@ \
+	    --p4runtime-files $(BUILD_DIR)/$*.p4info.txtpb $<
+
+build-tna: need-venv
+	$(PY) -m controller.tofino.build --p4test "$(P4TEST)" --out $(BUILD_DIR)/tna
+
+# -- running a network ---------------------------------------------------------------------
+
+# `make run` installs missing dependencies on first use, then needs BMv2.
+run:
+	@test -x $(PY) || $(MAKE) deps
+	@$(MAKE) --no-print-directory need-bmv2 build
+	$(PY) -m mininet_topos.run --topo $(TOPO) $(RUN_ARGS)
+
+smoke: need-venv need-bmv2 build
+	$(PY) -m mininet_topos.smoke --topo $(TOPO) $(RUN_ARGS)
+
+stop:
+	@if test -x $(PY); then $(PY) -m mininet_topos.stop; else $(SYSTEM_PYTHON) -m mininet_topos.stop; fi
+
+# -- tests ---------------------------------------------------------------------------------
+
+# The CI tier: unit tests everywhere, data-plane tests where p4c, BMv2 and root are present.
+test: need-venv
+	@if [ -n "$(HAVE_P4C)" ]; then $(MAKE) --no-print-directory build; \
+	 else echo "note: $(P4C) not found; data-plane tests will skip"; fi
+	$(call run_pytest,-m "unit or dataplane")
+
+test-e2e: need-venv need-bmv2 build
+	$(call run_pytest,-m e2e)
+
+reliability: need-venv need-bmv2 build
+	$(PY) -m mininet_topos.reliability --report docs/reliability.md $(RELIABILITY_ARGS)
+
+bench: need-venv need-bmv2 build
+	$(PY) -m host_agents.bench --out $(RESULTS_DIR) $(BENCH_ARGS)
+
+lint: need-venv
+	$(PY) -m ruff check controller mininet_topos host_agents tests
+	$(PY) -m ruff format --check controller mininet_topos host_agents tests
+	$(PY) -m mypy
+
+format: need-venv
+	$(PY) -m ruff format controller mininet_topos host_agents tests
+	$(PY) -m ruff check --fix controller mininet_topos host_agents tests
+
+clean:
+	rm -rf $(BUILD_DIR) $(LOG_DIR)

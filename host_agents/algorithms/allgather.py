@@ -1,0 +1,131 @@
+"""Allgather algorithms (seed 004 and MPICH).
+
+``ring`` (P-1 steps to the right neighbour), ``bruck`` (ceil(log2 P) steps, any P),
+``recursive_doubling`` (log2 steps; ranks beyond the largest power of two fold their block
+into a partner first and get the result from it last), ``tar`` (topology-aware ring: ranks
+ordered by group and router so each step crosses every global link at most once) and
+``innet`` (every rank multicasts its block; the switches replicate it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from controller import wire
+
+if TYPE_CHECKING:
+    from host_agents.comm import CollCtx
+
+
+async def _ring(ctx: CollCtx, recvbuf: bytearray, block: int, order: list[int]) -> None:
+    size = ctx.size
+    view = memoryview(recvbuf)
+    position = order.index(ctx.rank)
+    right, left = order[(position + 1) % size], order[(position - 1) % size]
+    for step in range(size - 1):
+        ctx.step = f"ring step {step}"
+        send_rank = order[(position - step) % size]
+        recv_rank = order[(position - step - 1) % size]
+        sent = ctx.isend(right, step, view[send_rank * block : (send_rank + 1) * block])
+        view[recv_rank * block : (recv_rank + 1) * block] = await ctx.recv(left, step, block)
+        await ctx.wait(sent, f"ring step {step}: sending to rank {right}")
+
+
+async def ring(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+    await _ring(ctx, recvbuf, block, list(range(ctx.size)))
+
+
+def tar_order(ctx: CollCtx) -> list[int]:
+    """Ranks sorted by (group, router, rank): neighbours in the ring share a router or a
+    group wherever possible, so a step crosses one global link per group."""
+    return sorted(range(ctx.size), key=lambda r: (ctx.group_of(r), ctx.switch_of(r), r))
+
+
+async def tar(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+    await _ring(ctx, recvbuf, block, tar_order(ctx))
+
+
+async def bruck(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+    size, rank = ctx.size, ctx.rank
+    # work in rotated order: position i holds the block of rank (rank + i) % size
+    work = bytearray(size * block)
+    work[:block] = recvbuf[rank * block : (rank + 1) * block]
+    distance, step = 1, 0
+    while distance < size:
+        count = min(distance, size - distance)
+        ctx.step = f"step {step}"
+        sent = ctx.isend((rank - distance) % size, step, bytes(work[: count * block]))
+        work[distance * block : (distance + count) * block] = await ctx.recv(
+            (rank + distance) % size, step, count * block
+        )
+        await ctx.wait(sent, f"step {step}")
+        distance <<= 1
+        step += 1
+    for i in range(size):
+        owner = (rank + i) % size
+        recvbuf[owner * block : (owner + 1) * block] = work[i * block : (i + 1) * block]
+
+
+async def recursive_doubling(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+    size, rank = ctx.size, ctx.rank
+    core = 1
+    while core * 2 <= size:
+        core *= 2
+    view = memoryview(recvbuf)
+
+    def blocks_of(ranks: list[int]) -> bytes:
+        return b"".join(view[r * block : (r + 1) * block] for r in ranks)
+
+    def place(ranks: list[int], data: bytes | bytearray) -> None:
+        for i, r in enumerate(ranks):
+            view[r * block : (r + 1) * block] = data[i * block : (i + 1) * block]
+
+    if rank >= core:  # fold into rank - core, get everything back at the end
+        ctx.step = "fold into partner"
+        await ctx.send(rank - core, 0, blocks_of([rank]))
+        ctx.step = "receive the result"
+        view[:] = await ctx.recv(rank - core, 99, size * block)
+        return
+    partner_extra = rank + core if rank + core < size else None
+    if partner_extra is not None:
+        ctx.step = "collect the folded block"
+        place([partner_extra], await ctx.recv(partner_extra, 0, block))
+
+    def owned(core_rank: int, width: int) -> list[int]:
+        base = core_rank & ~(width - 1)
+        members = list(range(base, base + width))
+        return sorted(members + [m + core for m in members if m + core < size])
+
+    mask, step = 1, 1
+    while mask < core:
+        partner = rank ^ mask
+        mine, theirs = owned(rank, mask), owned(partner, mask)
+        ctx.step = f"exchange with rank {partner}"
+        sent = ctx.isend(partner, step, blocks_of(mine))
+        place(theirs, await ctx.recv(partner, step, len(theirs) * block))
+        await ctx.wait(sent, f"exchange with rank {partner}")
+        mask <<= 1
+        step += 1
+    if partner_extra is not None:
+        ctx.step = "return the result"
+        await ctx.send(partner_extra, 99, bytes(recvbuf))
+
+
+async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+    engine, comm, epoch = ctx.engine, ctx.comm.comm_id, ctx.epoch
+    view = memoryview(recvbuf)
+    ctx.step = "multicast own block"
+    sent = engine.mcast_send(
+        comm, epoch, wire.Tree.INNET, bytes(view[ctx.rank * block : (ctx.rank + 1) * block])
+    )
+
+    async def take(rank: int) -> None:
+        msg = engine.mcast_incoming(ctx.node(rank), comm, epoch, wire.Tree.INNET, block)
+        view[rank * block : (rank + 1) * block] = await ctx.wait_incoming(
+            msg, f"waiting for rank {rank}'s block"
+        )
+
+    ctx.step = "receive every block"
+    await asyncio.gather(*(take(r) for r in range(ctx.size) if r != ctx.rank))
+    await ctx.wait(sent, "multicasting own block")

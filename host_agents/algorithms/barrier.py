@@ -1,0 +1,102 @@
+"""Barrier algorithms (seed 003).
+
+``innet``: the switches count arrivals and release the tree. Host-based: ``dissemination``
+(ceil(log2 N) rounds, rank r signals r + 2^k), ``pairwise`` (recursive doubling; the ranks
+beyond the largest power of two fold into a partner first and are released by it last: two
+extra one-way messages) and ``gather_bcast`` (a binomial gather to rank 0, then a binomial
+broadcast). Every message is empty and reliable.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from host_agents.comm import CollCtx
+
+EMPTY = b""
+
+
+async def innet(ctx: CollCtx) -> None:
+    ctx.step = f"ARRIVE epoch {ctx.epoch}"
+    opts = ctx.comm.options
+    await ctx.wait(
+        ctx.engine.barrier_arrive(ctx.comm.comm_id, ctx.epoch, opts.op_timeout),
+        "waiting for the switches' RELEASE",
+    )
+
+
+async def dissemination(ctx: CollCtx) -> None:
+    size, rank = ctx.size, ctx.rank
+    distance, round_ = 1, 0
+    while distance < size:
+        ctx.step = f"round {round_}"
+        sent = ctx.isend((rank + distance) % size, round_, EMPTY)
+        await ctx.recv((rank - distance) % size, round_, 0)
+        await ctx.wait(sent, f"round {round_}: signalling rank {(rank + distance) % size}")
+        distance <<= 1
+        round_ += 1
+
+
+async def pairwise(ctx: CollCtx) -> None:
+    size, rank = ctx.size, ctx.rank
+    core = 1
+    while core * 2 <= size:
+        core *= 2
+    extra = size - core
+    # ranks 0..2*extra-1 pair up: odd ranks fold into the even rank below them
+    if rank < 2 * extra:
+        if rank % 2:
+            ctx.step = "fold into partner"
+            await ctx.send(rank - 1, 0, EMPTY)
+            ctx.step = "wait for partner's release"
+            await ctx.recv(rank - 1, 99, 0)
+            return
+        await ctx.recv(rank + 1, 0, 0)
+        virtual = rank // 2
+    else:
+        virtual = rank - extra
+
+    def real_rank(v: int) -> int:
+        return v * 2 if v < extra else v + extra
+
+    mask, step = 1, 1
+    while mask < core:
+        partner = real_rank(virtual ^ mask)
+        ctx.step = f"exchange with rank {partner}"
+        sent = ctx.isend(partner, step, EMPTY)
+        await ctx.recv(partner, step, 0)
+        await ctx.wait(sent, f"exchange with rank {partner}")
+        mask <<= 1
+        step += 1
+    if rank < 2 * extra:
+        ctx.step = "release partner"
+        await ctx.send(rank + 1, 99, EMPTY)
+
+
+async def gather_bcast(ctx: CollCtx) -> None:
+    size, rank = ctx.size, ctx.rank
+    mask = 1
+    ctx.step = "gather"
+    while mask < size:  # collect children (rank + mask for each mask below our lowest bit)
+        if rank & mask:
+            await ctx.send(rank - mask, 0, EMPTY)
+            break
+        if rank + mask < size:
+            await ctx.recv(rank + mask, 0, 0)
+        mask <<= 1
+    ctx.step = "release"
+    if rank:
+        await ctx.recv(rank - (rank & -rank), 1, 0)
+        mask = (rank & -rank) >> 1
+    else:
+        mask = 1
+        while mask < size:
+            mask <<= 1
+        mask >>= 1
+    sends = []
+    while mask > 0:
+        if rank + mask < size:
+            sends.append(ctx.isend(rank + mask, 1, EMPTY))
+        mask >>= 1
+    await ctx.wait_all(sends, "releasing children")

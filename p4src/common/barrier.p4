@@ -1,0 +1,104 @@
+/* netcoll: barrier counting across switches.
+ *
+ * Per communicator slot (slot = communicator id) the switch keeps its configuration (child
+ * mask, parent port, generation: written by mini packets), the last released epoch, and
+ * NETCOLL_BARRIER_WINDOW cells of {epoch, generation | arrival bitmap}, one per open epoch.
+ * The architecture shim owns the registers (BarrierState) and calls the functions below, so
+ * every architecture takes the same decisions; docs/protocol.md has the state machine.
+ */
+#ifndef NETCOLL_BARRIER_P4
+#define NETCOLL_BARRIER_P4
+
+#include "constants.p4"
+#include "headers.p4"
+
+/* RFC 1982: is a after b, modulo 2^16? */
+bool epoch_after(in epoch_t a, in epoch_t b) {
+    epoch_t distance = a - b;
+    return distance != 0 && distance < 0x8000;
+}
+
+bit<32> barrier_cell_index(in comm_id_t comm, in epoch_t epoch) {
+    return (bit<32>) comm * NETCOLL_BARRIER_WINDOW
+        + (bit<32>) (epoch & (NETCOLL_BARRIER_WINDOW - 1));
+}
+
+/* A cell belongs to one epoch of one configuration generation. */
+bit<32> barrier_cell_tag(in epoch_t epoch, in bit<16> generation) {
+    return epoch ++ generation;
+}
+
+/* Record one child's arrival: a cell left by another epoch or generation starts empty. */
+barrier_cell_t barrier_cell_merge(in barrier_cell_t cell, in bit<32> tag, in port_bitmap_t child) {
+    port_bitmap_t arrived = cell[63:32] == tag ? cell[31:0] : 32w0;
+    return tag ++ (arrived | child);
+}
+
+port_bitmap_t barrier_cell_arrivals(in barrier_cell_t cell, in bit<32> tag) {
+    return cell[63:32] == tag ? cell[31:0] : 32w0;
+}
+
+/* What to do with an ARRIVE or RELEASE, from the slot's configuration and released epoch.
+ * verdict is BARRIER_COUNT, BARRIER_ANSWER_RELEASE or BARRIER_ADVANCE; otherwise reason says
+ * why the packet is dropped. */
+void barrier_classify(in bit<8> op, in epoch_t epoch, in port_num_t in_port,
+                      in port_bitmap_t in_port_bit, in port_bitmap_t child_mask,
+                      in port_num_t parent_port, in epoch_t released,
+                      out bit<8> verdict, out bit<8> reason) {
+    verdict = 0;
+    reason = DROP_NONE;
+    epoch_t ahead = epoch - released;
+    if (child_mask == 0) {
+        reason = DROP_BARRIER_UNCONFIGURED;
+    } else if (op == OP_ARRIVE) {
+        if ((child_mask & in_port_bit) == 0) {
+            reason = DROP_NOT_CHILD;
+        } else if (!epoch_after(epoch, released)) {
+            verdict = BARRIER_ANSWER_RELEASE; /* late or retransmitted ARRIVE */
+        } else if (ahead > NETCOLL_BARRIER_WINDOW) {
+            reason = DROP_OUT_OF_WINDOW;
+        } else {
+            verdict = BARRIER_COUNT;
+        }
+    } else {
+        if (parent_port == 0 || in_port != parent_port) {
+            reason = DROP_NOT_PARENT;
+        } else if (!epoch_after(epoch, released)) {
+            reason = DROP_STALE_RELEASE;
+        } else {
+            verdict = BARRIER_ADVANCE;
+        }
+    }
+}
+
+/* After BarrierState: turn the verdict into a packet to send. */
+control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        if (meta.drop_reason != DROP_NONE) {
+            return;
+        }
+        if (meta.bar_verdict == BARRIER_ANSWER_RELEASE) {
+            hdr.coll.op = OP_RELEASE;
+            meta.out_kind = OUT_REPLY;
+        } else if (meta.bar_verdict == BARRIER_ADVANCE) {
+            meta.out_kind = OUT_MCAST;
+            meta.mcast_children = meta.bar_child_mask;
+            meta.filter_children = 1;
+        } else if (meta.bar_complete == 0) {
+            meta.drop_reason = DROP_ABSORBED; /* recorded; waits for the other children */
+        } else if (meta.bar_parent == 0) {
+            /* the root saw every child: release the whole tree */
+            hdr.coll.op = OP_RELEASE;
+            meta.out_kind = OUT_MCAST;
+            meta.mcast_children = meta.bar_child_mask;
+            meta.filter_children = 1;
+        } else {
+            /* complete here, or a duplicate after completion: (re)send one ARRIVE upward */
+            hdr.coll.src_node = meta.my_node;
+            meta.out_kind = OUT_UNICAST;
+            meta.out_port = meta.bar_parent;
+        }
+    }
+}
+
+#endif /* NETCOLL_BARRIER_P4 */

@@ -1,0 +1,112 @@
+/* netcoll: broadcast replication along the tree of (communicator, root, tree).
+ *
+ * Each binding comes from P4Runtime. Its action says where the replication comes from:
+ *  - replicate_static: parent port and a per-tree multicast group, both from the control plane;
+ *  - replicate_from_slot: parent port and child bitmap from a membership slot that mini packets
+ *    write (TreeState, in the architecture shim).
+ * The binding decides, so when both paths describe one (communicator, root) the table entry
+ * wins: a static binding never consults the slot.
+ */
+#ifndef NETCOLL_BROADCAST_P4
+#define NETCOLL_BROADCAST_P4
+
+#include "constants.p4"
+#include "headers.p4"
+
+control BroadcastLookup(in headers_t hdr, inout coll_meta_t meta) {
+    action replicate_static(port_num_t parent_port, bit<16> group) {
+        meta.tree_source = TREE_SOURCE_STATIC;
+        meta.tree_parent = parent_port;
+        meta.mcast_grp = group;
+    }
+
+    action replicate_from_slot(bit<16> slot) {
+        meta.tree_source = TREE_SOURCE_SLOT;
+        meta.tree_slot = slot;
+    }
+
+    action unknown_tree() {
+        meta.tree_source = TREE_SOURCE_NONE;
+    }
+
+    table bcast_tree {
+        key = {
+            hdr.coll.comm_id : exact @name("comm_id");
+            hdr.coll.root_node : exact @name("root_node");
+            hdr.coll.tree : exact @name("tree");
+        }
+        actions = { replicate_static; replicate_from_slot; unknown_tree; }
+        default_action = unknown_tree();
+        size = NETCOLL_BCAST_TREES;
+    }
+
+    apply {
+        bcast_tree.apply();
+        if (meta.tree_source == TREE_SOURCE_NONE) {
+            meta.drop_reason = DROP_UNKNOWN_TREE;
+        } else if (meta.tree_source == TREE_SOURCE_SLOT && meta.tree_slot >= NETCOLL_TREE_SLOTS) {
+            /* a binding to a slot the program does not have: never index a register with it */
+            meta.drop_reason = DROP_UNKNOWN_TREE;
+        }
+    }
+}
+
+/* After TreeState filled tree_parent/tree_children for slot bindings. */
+control BroadcastDecide(in headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        if (meta.tree_source == TREE_SOURCE_SLOT && meta.tree_parent == 0
+                && meta.tree_children == 0) {
+            meta.drop_reason = DROP_UNKNOWN_TREE; /* bound, but no mini packet wrote it yet */
+        } else if (meta.in_port != meta.tree_parent) {
+            meta.drop_reason = DROP_RPF; /* only the tree's parent port feeds this tree */
+        } else if (meta.tree_source == TREE_SOURCE_SLOT) {
+            if (meta.tree_children == 0) {
+                meta.drop_reason = DROP_EMPTY_TREE;
+            } else {
+                meta.out_kind = OUT_MCAST;
+                meta.mcast_children = meta.tree_children;
+                meta.filter_children = 1;
+                meta.prune_ingress = 1;
+            }
+        } else if (meta.mcast_grp == 0) {
+            meta.drop_reason = DROP_EMPTY_TREE; /* a leaf of this tree: nothing to copy to */
+        } else {
+            meta.out_kind = OUT_MCAST;
+            meta.prune_ingress = 1;
+        }
+    }
+}
+
+/* Replication from a child bitmap (slot trees, barrier releases) picks its group here. */
+control ChildReplication(inout coll_meta_t meta) {
+    action subset_groups(bit<16> base) {
+        meta.replication_mode = REPLICATION_SUBSET_GROUPS;
+        meta.replication_group = base;
+    }
+
+    action all_ports_group(bit<16> group) {
+        meta.replication_mode = REPLICATION_ALL_PORTS;
+        meta.replication_group = group;
+    }
+
+    table mp_replication {
+        actions = { subset_groups; all_ports_group; }
+        default_action = all_ports_group(0);
+        size = 1;
+    }
+
+    apply {
+        mp_replication.apply();
+        if (meta.replication_group == 0) {
+            /* the control plane has not installed replication groups yet */
+            meta.out_kind = OUT_DROP;
+            meta.drop_reason = DROP_EMPTY_TREE;
+        } else if (meta.replication_mode == REPLICATION_SUBSET_GROUPS) {
+            meta.mcast_grp = meta.replication_group + (bit<16>) meta.mcast_children;
+        } else {
+            meta.mcast_grp = meta.replication_group;
+        }
+    }
+}
+
+#endif /* NETCOLL_BROADCAST_P4 */

@@ -1,0 +1,149 @@
+/* netcoll: compile-time sizes and protocol constants shared by every architecture.
+ *
+ * Sizes are -D overridable. The control plane never hard-codes them: it reads the sizes of the
+ * tables, registers and counters back from P4Info (controller/p4info.py), so a program built
+ * with other values is driven correctly, and running out of slots is a control-plane error.
+ * Protocol values mirror controller/wire.py; tests/unit/test_p4_constants.py keeps them in step.
+ */
+#ifndef NETCOLL_CONSTANTS_P4
+#define NETCOLL_CONSTANTS_P4
+
+#ifndef NETCOLL_MAX_PORTS
+#define NETCOLL_MAX_PORTS 32 /* ports 1..31 usable; child bitmaps are 32 bits wide */
+#endif
+#ifndef NETCOLL_COMM_SLOTS
+#define NETCOLL_COMM_SLOTS 256 /* communicator ids 0..COMM_SLOTS-1 own a barrier slot */
+#endif
+#ifndef NETCOLL_BARRIER_WINDOW
+#define NETCOLL_BARRIER_WINDOW 4 /* open barrier epochs per communicator; a power of two */
+#endif
+#ifndef NETCOLL_TREE_SLOTS
+#define NETCOLL_TREE_SLOTS 1024 /* broadcast trees whose membership mini packets write */
+#endif
+#ifndef NETCOLL_NODE_ROUTES
+#define NETCOLL_NODE_ROUTES 8192 /* unicast routes: hosts, switches, management node */
+#endif
+#ifndef NETCOLL_BCAST_TREES
+#define NETCOLL_BCAST_TREES 4096 /* (communicator, root, tree) bindings */
+#endif
+
+#if (NETCOLL_BARRIER_WINDOW & (NETCOLL_BARRIER_WINDOW - 1)) != 0
+#error "NETCOLL_BARRIER_WINDOW must be a power of two"
+#endif
+#if NETCOLL_MAX_PORTS > 32
+#error "child bitmaps are 32 bits: NETCOLL_MAX_PORTS must be at most 32"
+#endif
+
+#define NETCOLL_BARRIER_CELLS (NETCOLL_COMM_SLOTS * NETCOLL_BARRIER_WINDOW)
+#define NETCOLL_COUNTER_COLUMNS 16
+#define NETCOLL_PORT_COUNTERS (NETCOLL_MAX_PORTS * NETCOLL_COUNTER_COLUMNS)
+#define NETCOLL_DROP_REASONS 32
+
+const bit<16> ETHERTYPE_COLL = 0x88B5; /* IEEE Local Experimental EtherType 1 */
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8> COLL_VERSION = 1;
+const bit<16> IPV4_HOST_PREFIX = 0x0A00; /* hosts are 10.0.0.0/16, low 16 bits = node id */
+
+const bit<16> COLL_HEADER_BYTES = 40;
+const bit<16> MP_BODY_BYTES = 20;
+const bit<16> ETHERNET_BYTES = 14;
+
+/* Operations (controller/wire.py: Op) */
+const bit<8> OP_MCAST = 1;
+const bit<8> OP_UNICAST = 2;
+const bit<8> OP_ACK = 3;
+const bit<8> OP_NACK = 4;
+const bit<8> OP_ARRIVE = 5;
+const bit<8> OP_RELEASE = 6;
+const bit<8> OP_MP = 7;
+const bit<8> OP_MP_REPLY = 8;
+const bit<8> OP_PING = 9;
+const bit<8> OP_PONG = 10;
+const bit<8> OP_CTRL = 11;
+const bit<8> OP_MAX = 11;
+
+/* Counter columns besides the ops themselves */
+const bit<8> COLUMN_OTHER = 0;
+const bit<8> COLUMN_IPV4 = 12;
+const bit<8> COLUMN_BAD_OP = 15;
+
+/* Port roles, set per port by the control plane. An unconfigured port is a host port, so an
+ * unknown port can never inject mini packets. */
+const bit<8> ROLE_HOST = 0;
+const bit<8> ROLE_SWITCH = 1;
+const bit<8> ROLE_MGMT = 2;
+
+/* Mini packet kinds and status (controller/wire.py: MpKind, MpStatus) */
+const bit<8> MP_WRITE_TREE = 1;
+const bit<8> MP_WRITE_BARRIER = 2;
+const bit<8> MP_READ_TREE = 3;
+const bit<8> MP_READ_BARRIER = 4;
+const bit<8> MP_STATUS_OK = 1;
+const bit<8> MP_STATUS_DUPLICATE = 2;
+const bit<8> MP_STATUS_STALE = 3;
+const bit<8> MP_STATUS_BAD_SLOT = 4;
+const bit<8> MP_STATUS_BAD_KIND = 5;
+
+/* Drop reasons: index of the drop counter (controller/wire.py: DropReason) */
+const bit<8> DROP_NONE = 0;
+const bit<8> DROP_MALFORMED = 1;
+const bit<8> DROP_BAD_OP = 2;
+const bit<8> DROP_NO_ROUTE = 3;
+const bit<8> DROP_UNKNOWN_TREE = 4;
+const bit<8> DROP_RPF = 5;
+const bit<8> DROP_COMM_RANGE = 6;
+const bit<8> DROP_BARRIER_UNCONFIGURED = 7;
+const bit<8> DROP_NOT_CHILD = 8;
+const bit<8> DROP_NOT_PARENT = 9;
+const bit<8> DROP_OUT_OF_WINDOW = 10;
+const bit<8> DROP_STALE_RELEASE = 11;
+const bit<8> DROP_MP_FROM_HOST = 12;
+const bit<8> DROP_MP_STALE = 13;
+const bit<8> DROP_MP_BAD_SLOT = 14;
+const bit<8> DROP_MP_BAD_KIND = 15;
+const bit<8> DROP_SRC_SPOOF = 16;
+const bit<8> DROP_PORT_RANGE = 17;
+const bit<8> DROP_NON_COLLECTIVE = 18;
+const bit<8> DROP_PRUNED = 19;
+const bit<8> DROP_FILTERED = 20;
+const bit<8> DROP_EMPTY_TREE = 21;
+const bit<8> DROP_ABSORBED = 22;
+const bit<8> DROP_MP_DUPLICATE = 23;
+
+/* What the shared ingress logic asks the architecture to do with the packet */
+const bit<8> OUT_DROP = 0;
+const bit<8> OUT_UNICAST = 1; /* to meta.out_port */
+const bit<8> OUT_MCAST = 2; /* to multicast group meta.mcast_grp */
+const bit<8> OUT_REPLY = 3; /* back out of the ingress port */
+
+/* Packet classes after classification */
+const bit<8> CLASS_NONE = 0;
+const bit<8> CLASS_ROUTE = 1; /* unicast by destination node id */
+const bit<8> CLASS_MCAST = 2;
+const bit<8> CLASS_BARRIER = 3;
+const bit<8> CLASS_LOCAL = 4; /* mini packet or ping addressed to this switch */
+
+/* Where a broadcast tree's replication comes from */
+const bit<8> TREE_SOURCE_NONE = 0;
+const bit<8> TREE_SOURCE_STATIC = 1; /* P4Runtime: parent port and group in the table entry */
+const bit<8> TREE_SOURCE_SLOT = 2; /* mini packets: parent port and child bitmap in registers */
+
+/* How replication from a child bitmap is realised (table mp_replication) */
+const bit<8> REPLICATION_SUBSET_GROUPS = 1; /* one pre-installed group per port subset */
+const bit<8> REPLICATION_ALL_PORTS = 2; /* one all-ports group, egress filters on the bitmap */
+
+/* Barrier verdicts (common/barrier.p4) */
+const bit<8> BARRIER_COUNT = 1; /* record the arrival */
+const bit<8> BARRIER_ANSWER_RELEASE = 2; /* epoch already released: answer the sender */
+const bit<8> BARRIER_ADVANCE = 3; /* RELEASE from the parent for a newer epoch */
+
+/* Which piece of switch state a packet touches this pass (one state control per pass) */
+const bit<8> STATE_NONE = 0;
+const bit<8> STATE_TREE_READ = 1; /* MCAST bound to a membership slot */
+const bit<8> STATE_TREE_MP_WRITE = 2;
+const bit<8> STATE_TREE_MP_READ = 3;
+const bit<8> STATE_BARRIER_EVENT = 4; /* ARRIVE or RELEASE */
+const bit<8> STATE_BARRIER_MP_WRITE = 5;
+const bit<8> STATE_BARRIER_MP_READ = 6;
+
+#endif /* NETCOLL_CONSTANTS_P4 */

@@ -1,0 +1,119 @@
+/* netcoll: wire headers and the architecture-neutral metadata.
+ * Field order and widths are controller/wire.py's HEADER_FIELDS and MP_FIELDS; docs/protocol.md
+ * draws them.
+ */
+#ifndef NETCOLL_HEADERS_P4
+#define NETCOLL_HEADERS_P4
+
+#include "types.p4"
+
+header ethernet_h {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16> ether_type;
+}
+
+header ipv4_h {
+    bit<4> version;
+    bit<4> ihl;
+    bit<8> diffserv;
+    bit<16> total_len;
+    bit<16> identification;
+    bit<3> flags;
+    bit<13> frag_offset;
+    bit<8> ttl;
+    bit<8> protocol;
+    bit<16> hdr_checksum;
+    bit<32> src_addr;
+    bit<32> dst_addr;
+}
+
+/* The collective header: 40 bytes after Ethernet. */
+header coll_h {
+    bit<8> version;
+    bit<8> op;
+    comm_id_t comm_id;
+    epoch_t epoch;
+    bit<8> tree;
+    bit<8> flags;
+    bit<32> seq;
+    node_id_t src_node;
+    node_id_t dst_node;
+    node_id_t root_node;
+    bit<16> tag;
+    bit<32> seg_idx;
+    bit<32> seg_count;
+    bit<32> msg_len;
+    bit<16> payload_len;
+    bit<16> reserved;
+    bit<32> payload_crc;
+}
+
+/* Mini packet body: 20 bytes after the collective header when op is MP or MP_REPLY. */
+header mp_h {
+    bit<8> kind;
+    bit<8> status;
+    bit<16> slot;
+    bit<32> generation;
+    port_num_t parent_port;
+    epoch_t epoch;
+    port_bitmap_t children;
+    bit<32> aux;
+}
+
+struct headers_t {
+    ethernet_h ethernet;
+    ipv4_h ipv4;
+    coll_h coll;
+    mp_h mp;
+}
+
+/* Everything the shared logic reads and decides. Ports are 16-bit numbers here whatever the
+ * architecture's own port width; the shim converts at the edges. */
+struct coll_meta_t {
+    /* filled by the architecture shim before the shared logic runs */
+    port_num_t in_port;
+    port_bitmap_t in_port_bit; /* one-hot child bit of in_port, 0 when out of range */
+    bit<32> frame_len; /* bytes on the wire; 0 when the architecture cannot tell */
+    bit<1> parse_error;
+
+    /* facts about the ingress port and this switch (table port_info, switch_identity) */
+    bit<8> port_role;
+    node_id_t port_node; /* the host expected behind a host port */
+    node_id_t my_node;
+
+    /* classification and the decision */
+    bit<8> class;
+    node_id_t route_key;
+    bit<8> out_kind;
+    port_num_t out_port;
+    bit<16> mcast_grp;
+    port_bitmap_t mcast_children; /* replicas outside this bitmap are filtered in egress */
+    bit<1> filter_children;
+    bit<1> prune_ingress; /* replicas never leave by their ingress port */
+    bit<8> drop_reason;
+    bit<8> counter_column;
+
+    /* broadcast */
+    bit<8> tree_source;
+    port_num_t tree_parent;
+    bit<16> tree_slot;
+    port_bitmap_t tree_children;
+    bit<8> replication_mode;
+    bit<16> replication_group;
+
+    /* barrier (slot = communicator id) */
+    port_bitmap_t bar_child_mask;
+    port_num_t bar_parent; /* 0: this switch is the root of the barrier tree */
+    bit<16> bar_generation;
+    epoch_t bar_released;
+    port_bitmap_t bar_arrived;
+    bit<8> bar_verdict;
+    bit<1> bar_complete;
+
+    /* state access requested from the architecture shim, and the mini packet outcome */
+    bit<8> state_op;
+    bit<8> mp_status;
+}
+
+#endif /* NETCOLL_HEADERS_P4 */

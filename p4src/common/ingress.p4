@@ -1,0 +1,73 @@
+/* netcoll: the ingress logic every architecture runs, in order.
+ *
+ * The architecture shim fills the first fields of coll_meta_t, defines the state controls
+ * TreeState and BarrierState (the only code that touches registers) before including this
+ * file, applies NetcollIngress, and then carries out meta.out_kind and counts.
+ */
+#ifndef NETCOLL_INGRESS_P4
+#define NETCOLL_INGRESS_P4
+
+#include "constants.p4"
+#include "headers.p4"
+#include "forwarding.p4"
+#include "broadcast.p4"
+#include "barrier.p4"
+#include "membership.p4"
+
+control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
+    Classify() classify;
+    Route() route;
+    BroadcastLookup() broadcast_lookup;
+    BroadcastDecide() broadcast_decide;
+    ChildReplication() child_replication;
+    MembershipCheck() membership_check;
+    LocalReply() local_reply;
+    BarrierDecide() barrier_decide;
+    TreeState() tree_state;
+    BarrierState() barrier_state;
+
+    apply {
+        classify.apply(hdr, meta);
+        meta.state_op = STATE_NONE;
+        if (meta.class == CLASS_MCAST) {
+            broadcast_lookup.apply(hdr, meta);
+            if (meta.drop_reason == DROP_NONE && meta.tree_source == TREE_SOURCE_SLOT) {
+                meta.state_op = STATE_TREE_READ;
+            }
+        } else if (meta.class == CLASS_BARRIER) {
+            if (hdr.coll.comm_id >= NETCOLL_COMM_SLOTS) {
+                meta.drop_reason = DROP_COMM_RANGE;
+            } else {
+                meta.state_op = STATE_BARRIER_EVENT;
+            }
+        } else if (meta.class == CLASS_LOCAL && hdr.coll.op == OP_MP) {
+            membership_check.apply(hdr, meta);
+        }
+
+        /* one state control per pass */
+        if (meta.state_op == STATE_TREE_READ || meta.state_op == STATE_TREE_MP_WRITE
+                || meta.state_op == STATE_TREE_MP_READ) {
+            tree_state.apply(hdr, meta);
+        } else if (meta.state_op != STATE_NONE) {
+            barrier_state.apply(hdr, meta);
+        }
+
+        if (meta.class == CLASS_ROUTE) {
+            route.apply(meta);
+        } else if (meta.class == CLASS_MCAST) {
+            if (meta.drop_reason == DROP_NONE) {
+                broadcast_decide.apply(hdr, meta);
+            }
+        } else if (meta.class == CLASS_BARRIER) {
+            barrier_decide.apply(hdr, meta);
+        } else if (meta.class == CLASS_LOCAL) {
+            local_reply.apply(hdr, meta);
+        }
+
+        if (meta.out_kind == OUT_MCAST && meta.filter_children == 1) {
+            child_replication.apply(meta);
+        }
+    }
+}
+
+#endif /* NETCOLL_INGRESS_P4 */

@@ -1,0 +1,70 @@
+/* netcoll: membership updates carried by mini packets (MP).
+ *
+ * An MP names its target switch (dst_node) and a slot, and carries a generation. Switches on
+ * the way forward it like unicast; host-facing ports drop every MP (Classify). At the target,
+ * a generation newer than the slot's is applied, the same generation is answered DUPLICATE
+ * (an idempotent resend), an older one is rejected STALE; every MP is answered with an
+ * MP_REPLY out of the port it came in by, which leads back to the sender.
+ */
+#ifndef NETCOLL_MEMBERSHIP_P4
+#define NETCOLL_MEMBERSHIP_P4
+
+#include "constants.p4"
+#include "headers.p4"
+
+/* Serial comparison of 32-bit generations. */
+bit<8> mp_generation_status(in bit<32> offered, in bit<32> stored) {
+    bit<32> ahead = offered - stored;
+    return ahead == 0 ? MP_STATUS_DUPLICATE
+        : (ahead < 0x80000000 ? MP_STATUS_OK : MP_STATUS_STALE);
+}
+
+/* Validate kind and slot before any register is indexed. */
+control MembershipCheck(in headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        meta.mp_status = MP_STATUS_OK;
+        bit<8> kind = hdr.mp.kind;
+        if (kind == MP_WRITE_TREE || kind == MP_READ_TREE) {
+            if (hdr.mp.slot >= NETCOLL_TREE_SLOTS) {
+                meta.mp_status = MP_STATUS_BAD_SLOT;
+            } else {
+                meta.state_op = kind == MP_WRITE_TREE ? STATE_TREE_MP_WRITE : STATE_TREE_MP_READ;
+            }
+        } else if (kind == MP_WRITE_BARRIER || kind == MP_READ_BARRIER) {
+            if (hdr.mp.slot >= NETCOLL_COMM_SLOTS) {
+                meta.mp_status = MP_STATUS_BAD_SLOT;
+            } else {
+                meta.state_op = kind == MP_WRITE_BARRIER
+                    ? STATE_BARRIER_MP_WRITE : STATE_BARRIER_MP_READ;
+            }
+        } else {
+            meta.mp_status = MP_STATUS_BAD_KIND;
+        }
+    }
+}
+
+/* Answer a packet addressed to this switch: MP -> MP_REPLY, PING -> PONG. */
+control LocalReply(inout headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        hdr.coll.dst_node = hdr.coll.src_node;
+        hdr.coll.src_node = meta.my_node;
+        meta.out_kind = OUT_REPLY;
+        if (hdr.coll.op == OP_PING) {
+            hdr.coll.op = OP_PONG;
+            return;
+        }
+        hdr.coll.op = OP_MP_REPLY;
+        hdr.mp.status = meta.mp_status;
+        if (meta.mp_status == MP_STATUS_STALE) {
+            meta.drop_reason = DROP_MP_STALE; /* counted, and the sender is told */
+        } else if (meta.mp_status == MP_STATUS_DUPLICATE) {
+            meta.drop_reason = DROP_MP_DUPLICATE;
+        } else if (meta.mp_status == MP_STATUS_BAD_SLOT) {
+            meta.drop_reason = DROP_MP_BAD_SLOT;
+        } else if (meta.mp_status == MP_STATUS_BAD_KIND) {
+            meta.drop_reason = DROP_MP_BAD_KIND;
+        }
+    }
+}
+
+#endif /* NETCOLL_MEMBERSHIP_P4 */

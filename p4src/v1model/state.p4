@@ -1,0 +1,152 @@
+/* netcoll on v1model: the registers and the code that reads and writes them.
+ *
+ * Every register update is a read-modify-write inside one action, in ingress (simple_switch
+ * runs one ingress thread); the decisions are the shared functions of common/.
+ */
+#ifndef NETCOLL_V1MODEL_STATE_P4
+#define NETCOLL_V1MODEL_STATE_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "../common/constants.p4"
+#include "../common/headers.p4"
+#include "../common/barrier.p4"
+#include "../common/membership.p4"
+
+control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
+    register<port_num_t>(NETCOLL_TREE_SLOTS) tree_parent;
+    register<port_bitmap_t>(NETCOLL_TREE_SLOTS) tree_children;
+    register<bit<32>>(NETCOLL_TREE_SLOTS) tree_generation;
+
+    action read_slot() {
+        tree_parent.read(meta.tree_parent, (bit<32>) meta.tree_slot);
+        tree_children.read(meta.tree_children, (bit<32>) meta.tree_slot);
+    }
+
+    action write_slot() {
+        bit<32> slot = (bit<32>) hdr.mp.slot;
+        bit<32> stored_generation;
+        port_num_t stored_parent;
+        port_bitmap_t stored_children;
+        tree_generation.read(stored_generation, slot);
+        tree_parent.read(stored_parent, slot);
+        tree_children.read(stored_children, slot);
+        bit<8> status = mp_generation_status(hdr.mp.generation, stored_generation);
+        bool accept = status == MP_STATUS_OK;
+        tree_generation.write(slot, accept ? hdr.mp.generation : stored_generation);
+        tree_parent.write(slot, accept ? hdr.mp.parent_port : stored_parent);
+        tree_children.write(slot, accept ? hdr.mp.children : stored_children);
+        meta.mp_status = status;
+    }
+
+    action read_slot_into_reply() {
+        bit<32> slot = (bit<32>) hdr.mp.slot;
+        tree_parent.read(hdr.mp.parent_port, slot);
+        tree_children.read(hdr.mp.children, slot);
+        tree_generation.read(hdr.mp.generation, slot);
+        meta.mp_status = MP_STATUS_OK;
+    }
+
+    apply {
+        if (meta.state_op == STATE_TREE_READ) {
+            read_slot();
+        } else if (meta.state_op == STATE_TREE_MP_WRITE) {
+            write_slot();
+        } else {
+            read_slot_into_reply();
+        }
+    }
+}
+
+control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
+    register<port_bitmap_t>(NETCOLL_COMM_SLOTS) barrier_child_mask;
+    register<port_num_t>(NETCOLL_COMM_SLOTS) barrier_parent;
+    register<bit<32>>(NETCOLL_COMM_SLOTS) barrier_generation;
+    register<epoch_t>(NETCOLL_COMM_SLOTS) barrier_released;
+    register<barrier_cell_t>(NETCOLL_BARRIER_CELLS) barrier_cells;
+
+    action read_config() {
+        bit<32> slot = (bit<32>) hdr.coll.comm_id;
+        bit<32> generation;
+        barrier_child_mask.read(meta.bar_child_mask, slot);
+        barrier_parent.read(meta.bar_parent, slot);
+        barrier_generation.read(generation, slot);
+        barrier_released.read(meta.bar_released, slot);
+        meta.bar_generation = generation[15:0];
+    }
+
+    action count_arrival() {
+        bit<32> cell_index = barrier_cell_index(hdr.coll.comm_id, hdr.coll.epoch);
+        bit<32> tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
+        barrier_cell_t cell;
+        barrier_cells.read(cell, cell_index);
+        cell = barrier_cell_merge(cell, tag, meta.in_port_bit);
+        barrier_cells.write(cell_index, cell);
+        meta.bar_arrived = cell[31:0];
+        meta.bar_complete = cell[31:0] == meta.bar_child_mask ? 1w1 : 1w0;
+    }
+
+    action advance_released() {
+        barrier_released.write((bit<32>) hdr.coll.comm_id, hdr.coll.epoch);
+    }
+
+    /* A new configuration also sets the released epoch; cells of older generations no longer
+     * match their tag, so no cell needs clearing. */
+    action write_config() {
+        bit<32> slot = (bit<32>) hdr.mp.slot;
+        bit<32> stored_generation;
+        port_bitmap_t stored_mask;
+        port_num_t stored_parent;
+        epoch_t stored_released;
+        barrier_generation.read(stored_generation, slot);
+        barrier_child_mask.read(stored_mask, slot);
+        barrier_parent.read(stored_parent, slot);
+        barrier_released.read(stored_released, slot);
+        bit<8> status = mp_generation_status(hdr.mp.generation, stored_generation);
+        bool accept = status == MP_STATUS_OK;
+        barrier_generation.write(slot, accept ? hdr.mp.generation : stored_generation);
+        barrier_child_mask.write(slot, accept ? hdr.mp.children : stored_mask);
+        barrier_parent.write(slot, accept ? hdr.mp.parent_port : stored_parent);
+        barrier_released.write(slot, accept ? hdr.mp.epoch : stored_released);
+        meta.mp_status = status;
+    }
+
+    action read_config_into_reply() {
+        bit<32> slot = (bit<32>) hdr.mp.slot;
+        bit<32> generation;
+        epoch_t released;
+        barrier_cell_t open_cell;
+        barrier_child_mask.read(hdr.mp.children, slot);
+        barrier_parent.read(hdr.mp.parent_port, slot);
+        barrier_generation.read(generation, slot);
+        barrier_released.read(released, slot);
+        barrier_cells.read(open_cell, barrier_cell_index(hdr.mp.slot, released + 1));
+        hdr.mp.generation = generation;
+        hdr.mp.epoch = released;
+        hdr.mp.aux = barrier_cell_arrivals(open_cell, barrier_cell_tag(released + 1, generation[15:0]));
+        meta.mp_status = MP_STATUS_OK;
+    }
+
+    apply {
+        if (meta.state_op == STATE_BARRIER_EVENT) {
+            read_config();
+            barrier_classify(hdr.coll.op, hdr.coll.epoch, meta.in_port, meta.in_port_bit,
+                             meta.bar_child_mask, meta.bar_parent, meta.bar_released,
+                             meta.bar_verdict, meta.drop_reason);
+            if (meta.bar_verdict == BARRIER_COUNT) {
+                count_arrival();
+                if (meta.bar_complete == 1 && meta.bar_parent == 0) {
+                    advance_released();
+                }
+            } else if (meta.bar_verdict == BARRIER_ADVANCE) {
+                advance_released();
+            }
+        } else if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+            write_config();
+        } else {
+            read_config_into_reply();
+        }
+    }
+}
+
+#endif /* NETCOLL_V1MODEL_STATE_P4 */

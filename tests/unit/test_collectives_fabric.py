@@ -1,0 +1,289 @@
+"""Every collective algorithm on the in-process fabric: reference-model switches, no BMv2.
+
+Communicator sizes 1..17 (random members of a 20-host dragonfly, seeded), every root, and
+0 B, 1 B, 1 KiB and 1 MiB per rank; then a smaller matrix under seeded loss, duplication and
+reordering on every link. Data is a different pattern for every (size, root, instance), so a
+result from the wrong instance or a misplaced segment is caught.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from controller.topology import Topology, dragonfly
+from host_agents import algorithms
+from host_agents.comm import Comm, CommOptions
+from host_agents.engine import EngineConfig
+from host_agents.fabric import Cluster, Faults
+
+pytestmark = pytest.mark.unit
+
+TOPO: Topology = dragonfly(2, 2, 2)  # 5 groups, 10 routers, 20 hosts
+HOSTS = [h.node_id for h in TOPO.hosts]
+SIZES = (0, 1, 1024, 1 << 20)
+COMM_SIZES = tuple(range(1, 18))
+# Segments above the MTU keep the 1 MiB cases quick in-process; test_segmentation_at_mtu
+# runs the real segment size.
+FAST = EngineConfig(
+    segment_size=16384,
+    rto_initial=0.02,
+    rto_min=0.005,
+    barrier_rto=0.01,
+    nack_delay=0.001,
+    peer_timeout=5.0,
+)
+OPTIONS = CommOptions(progress_timeout=5.0, op_timeout=60.0, check_interval=0.1)
+
+
+def pattern(*key: int, size: int) -> bytes:
+    return random.Random(hash(key)).randbytes(size)
+
+
+def run(body: Callable[[asyncio.AbstractEventLoop], Awaitable[None]], timeout: float = 240) -> None:
+    async def main() -> None:
+        await asyncio.wait_for(body(asyncio.get_running_loop()), timeout)
+
+    asyncio.run(main())
+
+
+def members_of(rng: random.Random, n: int) -> tuple[int, ...]:
+    return tuple(rng.sample(HOSTS, n))
+
+
+async def bcast_all(comms: list[Comm], root: int, data: bytes, algorithm: str) -> None:
+    results = await asyncio.gather(
+        *(
+            c.bcast(data if c.rank == root else None, root, size=len(data), algorithm=algorithm)
+            for c in comms
+        )
+    )
+    for comm, got in zip(comms, results, strict=True):
+        assert got == data, f"rank {comm.rank} got wrong data (root {root}, {len(data)} B)"
+
+
+async def scatter_all(
+    comms: list[Comm], root: int, full: bytes, block: int, algorithm: str
+) -> None:
+    results = await asyncio.gather(
+        *(
+            c.scatter(full if c.rank == root else None, root, block=block, algorithm=algorithm)
+            for c in comms
+        )
+    )
+    for comm, got in zip(comms, results, strict=True):
+        expected = full[comm.rank * block : (comm.rank + 1) * block]
+        assert got == expected, f"rank {comm.rank} got the wrong block (root {root})"
+
+
+async def allgather_all(comms: list[Comm], blocks: list[bytes], algorithm: str) -> None:
+    results = await asyncio.gather(
+        *(c.allgather(blocks[c.rank], algorithm=algorithm) for c in comms)
+    )
+    whole = b"".join(blocks)
+    for comm, got in zip(comms, results, strict=True):
+        assert got == whole, f"rank {comm.rank} gathered wrong data"
+
+
+@pytest.mark.parametrize("nbytes", SIZES)
+@pytest.mark.parametrize("algorithm", sorted(algorithms.BCAST))
+def test_bcast_every_size_and_root(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        for n in COMM_SIZES:
+            cluster = Cluster(
+                TOPO, members_of(test_rng, n), loop=loop, config=FAST, options=OPTIONS
+            )
+            for root in range(n):
+                await bcast_all(cluster.comms, root, pattern(n, root, size=nbytes), algorithm)
+
+    run(body)
+
+
+@pytest.mark.parametrize("nbytes", SIZES)
+@pytest.mark.parametrize("algorithm", sorted(algorithms.SCATTER))
+def test_scatter_every_size_and_root(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        for n in COMM_SIZES:
+            cluster = Cluster(
+                TOPO, members_of(test_rng, n), loop=loop, config=FAST, options=OPTIONS
+            )
+            for root in range(n):
+                full = pattern(n, root, size=nbytes * n)
+                await scatter_all(cluster.comms, root, full, nbytes, algorithm)
+
+    run(body)
+
+
+@pytest.mark.parametrize("nbytes", SIZES)
+@pytest.mark.parametrize("algorithm", sorted(algorithms.ALLGATHER))
+def test_allgather_every_size(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        for n in COMM_SIZES:
+            cluster = Cluster(
+                TOPO, members_of(test_rng, n), loop=loop, config=FAST, options=OPTIONS
+            )
+            blocks = [pattern(n, r, size=nbytes) for r in range(n)]
+            await allgather_all(cluster.comms, blocks, algorithm)
+
+    run(body)
+
+
+@pytest.mark.parametrize("algorithm", sorted(algorithms.BARRIER))
+def test_barrier_every_size(algorithm: str, test_rng: random.Random) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        for n in COMM_SIZES:
+            cluster = Cluster(
+                TOPO, members_of(test_rng, n), loop=loop, config=FAST, options=OPTIONS
+            )
+            for _ in range(3):  # consecutive barriers must not mix
+                await asyncio.gather(*(c.barrier(algorithm=algorithm) for c in cluster.comms))
+
+    run(body)
+
+
+async def _barrier_holds(comms: list[Comm], algorithm: str) -> None:
+    """No rank leaves before the last one arrives."""
+    late = comms[-1]
+    early = [asyncio.ensure_future(c.barrier(algorithm=algorithm)) for c in comms[:-1]]
+    await asyncio.sleep(0.05)
+    assert not any(f.done() for f in early), "a rank left the barrier before the last arrived"
+    await asyncio.gather(late.barrier(algorithm=algorithm), *early)
+
+
+@pytest.mark.parametrize("algorithm", sorted(algorithms.BARRIER))
+def test_barrier_waits_for_the_last_rank(algorithm: str, test_rng: random.Random) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        for n in (2, 5, 17):
+            cluster = Cluster(
+                TOPO, members_of(test_rng, n), loop=loop, config=FAST, options=OPTIONS
+            )
+            await _barrier_holds(cluster.comms, algorithm)
+
+    run(body)
+
+
+LOSSY = Faults(loss=0.03, duplicate=0.03, reorder=0.05, reorder_delay=0.003)
+
+
+@pytest.mark.parametrize(
+    ("kind", "algorithm"),
+    [(kind, name) for kind, table in sorted(algorithms.REGISTRY.items()) for name in sorted(table)],
+)
+def test_every_algorithm_under_loss_duplication_reordering(
+    kind: str, algorithm: str, test_seed: int, test_rng: random.Random
+) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        for n in (2, 7, 17):
+            members = members_of(test_rng, n)
+            cluster = Cluster(
+                TOPO,
+                members,
+                loop=loop,
+                config=FAST,
+                options=OPTIONS,
+                faults=LOSSY,
+                seed=test_seed + n,
+            )
+            comms = cluster.comms
+            for instance in range(4):
+                root = test_rng.randrange(n)
+                nbytes = (1, 1500, 40000, 0)[instance]
+                if kind == "bcast":
+                    await bcast_all(comms, root, pattern(n, instance, size=nbytes), algorithm)
+                elif kind == "scatter":
+                    block = min(nbytes, 3000)
+                    await scatter_all(
+                        comms, root, pattern(n, instance, size=block * n), block, algorithm
+                    )
+                elif kind == "allgather":
+                    block = min(nbytes, 3000)
+                    await allgather_all(
+                        comms, [pattern(n, instance, r, size=block) for r in range(n)], algorithm
+                    )
+                else:
+                    await asyncio.gather(*(c.barrier(algorithm=algorithm) for c in comms))
+            assert cluster.fabric.lost > 0 or n == 2, "the fault injection did not drop anything"
+
+    run(body)
+
+
+def test_segmentation_at_mtu_16mib() -> None:
+    """A 16 MiB broadcast at the real MTU: 11,500 segments reassembled at every rank."""
+    nbytes = 16 << 20
+    data = pattern(16, size=nbytes)
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        members = tuple(HOSTS[:4])
+        mtu = EngineConfig(rto_initial=0.05, rto_min=0.01)
+        for algorithm in ("innet", "chain"):
+            cluster = Cluster(TOPO, members, loop=loop, config=mtu, options=OPTIONS)
+            await bcast_all(cluster.comms, 1, data, algorithm)
+
+    run(body, timeout=300)
+
+
+def test_innet_bcast_crosses_each_switch_link_once_per_segment() -> None:
+    """The physical minimum: an in-network tree sends each segment once per tree link."""
+    from controller.trees import innet_tree
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        members = tuple(HOSTS)
+        cluster = Cluster(TOPO, members, loop=loop, config=FAST, options=OPTIONS)
+        root = 3
+        data = pattern(99, size=1000)  # one segment
+        await bcast_all(cluster.comms, root, data, "innet")
+        tree = innet_tree(TOPO, members, members[root])
+        data_frames = sum(
+            count
+            for (switch, port), count in cluster.fabric.link_frames.items()
+            if switch >= 0 and TOPO.ports(switch)[port].kind not in ("host", "mgmt")
+        )
+        acks_bound = 2 * len(TOPO.groups) * 3  # co-root ACKs cross at most 3 switch hops
+        assert tree.switch_links() <= data_frames <= tree.switch_links() + acks_bound
+
+    run(body)
+
+
+def test_wrong_use_fails_fast_naming_rank_and_step() -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO,
+            tuple(HOSTS[:4]),
+            loop=loop,
+            config=FAST,
+            options=CommOptions(progress_timeout=0.5, op_timeout=5, check_interval=0.1),
+        )
+        comms = cluster.comms
+        with pytest.raises(algorithms.UnknownAlgorithm, match="unknown bcast algorithm 'nope'"):
+            await comms[0].bcast(b"x", 0, algorithm="nope")
+        # the root, rank 3, never arrives: the others fail within the progress timeout, each
+        # naming itself, the step and the rank it waits for
+        start = loop.time()
+        results = await asyncio.gather(
+            *(c.bcast(None, 3, size=3, algorithm="binomial") for c in comms[:3]),
+            return_exceptions=True,
+        )
+        assert loop.time() - start < 5
+        assert all(isinstance(r, Exception) for r in results), results
+        for rank, error in enumerate(results):
+            assert f"rank {rank} " in str(error) and "step" in str(error), error
+        assert any("waiting for rank 3" in str(e) for e in results)
+        # mismatched sizes: the receiver names the sender
+        comms2 = Cluster(
+            TOPO,
+            tuple(HOSTS[4:6]),
+            loop=loop,
+            config=FAST,
+            options=CommOptions(progress_timeout=0.5, op_timeout=5, check_interval=0.1),
+        ).comms
+        results = await asyncio.gather(
+            comms2[0].bcast(b"abcd", 0, algorithm="binomial"),
+            comms2[1].bcast(None, 0, size=3, algorithm="binomial"),
+            return_exceptions=True,
+        )
+        assert isinstance(results[1], Exception) and "bytes" in str(results[1])
+
+    run(body, timeout=60)

@@ -58,14 +58,25 @@ def add_veth(ns: str, a: str, b: str) -> None:
 
 
 def call_in(ns: str, fn: Callable[[], T]) -> T:
-    """Run ``fn`` in a thread that entered ``ns``; sockets it creates stay bound to ``ns``."""
+    """Run ``fn`` in a thread that entered the named namespace ``ns``; sockets it creates
+    stay bound to ``ns``."""
+    return call_in_path(f"/var/run/netns/{ns}", fn)
+
+
+def call_in_process_ns(pid: int, fn: Callable[[], T]) -> T:
+    """The same, in the network namespace of process ``pid`` (a Mininet host's shell)."""
+    return call_in_path(f"/proc/{pid}/ns/net", fn)
+
+
+def call_in_path(ns_path: str, fn: Callable[[], T]) -> T:
     libc = ctypes.CDLL(None, use_errno=True)
     result: list[T] = []
     error: list[BaseException] = []
+    ns = ns_path
 
     def worker() -> None:
         try:
-            fd = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
+            fd = os.open(ns_path, os.O_RDONLY)
             try:
                 if libc.setns(fd, CLONE_NEWNET) != 0:
                     err = ctypes.get_errno()
@@ -84,8 +95,9 @@ def call_in(ns: str, fn: Callable[[], T]) -> T:
     return result[0]
 
 
-def packet_socket(ns: str, ifname: str, ethertype: int = 0x0003) -> socket.socket:
-    """A raw AF_PACKET socket on ``ifname`` inside ``ns`` (all EtherTypes by default)."""
+def packet_socket(ns: str | int, ifname: str, ethertype: int = 0x0003) -> socket.socket:
+    """A raw AF_PACKET socket on ``ifname`` inside ``ns``: a namespace name, or the pid of a
+    process in it (all EtherTypes by default)."""
 
     def make() -> socket.socket:
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ethertype))
@@ -93,4 +105,6 @@ def packet_socket(ns: str, ifname: str, ethertype: int = 0x0003) -> socket.socke
         sock.bind((ifname, ethertype))
         return sock
 
+    if isinstance(ns, int):
+        return call_in_process_ns(ns, make)
     return call_in(ns, make)

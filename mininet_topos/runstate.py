@@ -833,6 +833,20 @@ def stop_all(state_dir: Path | None = None, *, timeout: float = 10.0) -> StopRep
     return report
 
 
+def stop_run(path: Path, *, timeout: float = 10.0) -> StopReport:
+    """Remove what one run recorded (its own teardown, after the tidy part is done), leaving
+    every other run alone."""
+    report = StopReport()
+    if not path.exists():
+        return report
+    try:
+        with _stop_lock(path.parent):
+            _stop_runs([load_run(path)], timeout, report)
+    except RunStateError as exc:
+        report.errors.append(Item("state", str(path), "", str(exc)))
+    return report
+
+
 def _stop_runs(runs: list[RunState], timeout: float, report: StopReport) -> None:
     trusted = []
     for run in runs:

@@ -1,0 +1,150 @@
+"""One host agent: the process the launcher starts on every Mininet host.
+
+It opens a raw socket on the host's interface, joins the communicator the workload names,
+waits at a rendezvous until every agent is ready (so all start together), runs the tests,
+checks every byte it received, and writes its per-rank results as JSON.
+
+    netcoll-agent --node 3 --topology run/topology.json --interface nch3-eth0 \
+        --service run/service.sock --workload run/workload.json --out run/results/3.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from host_agents.comm import Comm, CommOptions, Persistent
+from host_agents.directory import Directory
+from host_agents.engine import Engine, EngineConfig
+from host_agents.plans import PlanBook
+from host_agents.port import RawSocketPort
+from host_agents.service_client import ServiceClient
+from host_agents.workload import Test, Workload, contribution, expected_result
+
+LOG = logging.getLogger("netcoll.agent")
+
+
+async def run_test(comm: Comm, test: Test, index: int, seed: int) -> list[dict[str, Any]]:
+    """Every size of one test: warm-up and timed iterations, each checked."""
+    out = []
+    sync = "innet" if comm.innet else "dissemination"
+    for size in test.sizes:
+        times: list[float] = []
+        wrong = 0
+        persistent: Persistent[Any] | None = None
+        init_s = 0.0
+        if test.persistent:
+            persistent = await _init_persistent(comm, test, size)
+            init_s = persistent.init_seconds
+        chosen = ""
+        for iteration in range(test.warmup + test.iterations):
+            if test.collective != "barrier":
+                await comm.barrier(algorithm=sync)  # ranks start each iteration together
+            data = contribution(test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank)
+            started = time.perf_counter()
+            result = await _one(comm, test, size, data, persistent)
+            elapsed = time.perf_counter() - started
+            chosen = persistent.algorithm if persistent else comm.last_choice
+            expected = expected_result(test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank)
+            if expected is not None and result != expected:
+                wrong += 1
+                LOG.error("rank %d: %s %s size %d iteration %d: wrong data", comm.rank, test.collective, chosen, size, iteration)
+            if iteration >= test.warmup:
+                times.append(elapsed)
+        out.append(
+            {
+                "collective": test.collective,
+                "algorithm": test.algorithm,
+                "chosen": chosen,
+                "size": size,
+                "root": test.root,
+                "persistent": test.persistent,
+                "init_seconds": init_s,
+                "times": times,
+                "wrong": wrong,
+            }
+        )
+    return out
+
+
+async def _init_persistent(comm: Comm, test: Test, size: int) -> Persistent[Any]:
+    if test.collective == "bcast":
+        return await comm.bcast_init(test.root, size=size, algorithm=test.algorithm)
+    if test.collective == "barrier":
+        return await comm.barrier_init(algorithm=test.algorithm)
+    if test.collective == "scatter":
+        return await comm.scatter_init(test.root, block=size, algorithm=test.algorithm)
+    return await comm.allgather_init(block=size, algorithm=test.algorithm)
+
+
+async def _one(comm: Comm, test: Test, size: int, data: bytes | None, persistent: Persistent[Any] | None) -> Any:
+    if persistent is not None:
+        persistent.start(data)
+        return await persistent.wait()
+    if test.collective == "bcast":
+        return await comm.bcast(data, test.root, size=size, algorithm=test.algorithm)
+    if test.collective == "barrier":
+        return await comm.barrier(algorithm=test.algorithm)
+    if test.collective == "scatter":
+        return await comm.scatter(data, test.root, block=size, algorithm=test.algorithm)
+    assert data is not None
+    return await comm.allgather(data, algorithm=test.algorithm)
+
+
+async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
+    workload = Workload.load(args.workload)
+    directory = Directory.load(args.topology)
+    config = EngineConfig(**workload.engine)
+    engine = Engine(args.node, RawSocketPort(args.interface), directory, config, plan=PlanBook(directory), seed=workload.seed + args.node)
+    service = ServiceClient(args.service)
+    comm = Comm(
+        engine,
+        workload.comm_id,
+        workload.members,
+        innet=workload.innet,
+        service=service,
+        options=CommOptions(**workload.options),
+    )
+    report: dict[str, Any] = {"node": args.node, "rank": comm.rank, "tests": [], "error": None}
+    try:
+        await service.rendezvous(workload.rendezvous, args.node, len(workload.members), timeout=args.start_timeout)
+        for index, test in enumerate(workload.tests):
+            report["tests"] += await run_test(comm, test, index, workload.seed)
+    except Exception as exc:
+        report["error"] = str(exc)
+        LOG.error("%s", exc)
+        LOG.debug("%s", traceback.format_exc())
+    finally:
+        report["stats"] = engine.stats.as_dict()
+        await service.close()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="netcoll host agent (one per Mininet host)")
+    parser.add_argument("--node", type=int, required=True, help="this host's node id")
+    parser.add_argument("--topology", type=Path, required=True, help="topology file the launcher wrote")
+    parser.add_argument("--interface", required=True, help="the host's network interface")
+    parser.add_argument("--service", type=Path, required=True, help="communicator service socket")
+    parser.add_argument("--workload", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True, help="where to write this rank's results")
+    parser.add_argument("--start-timeout", type=float, default=120.0, help="seconds to wait for the other agents")
+    parser.add_argument("--log-level", default="WARNING")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format=f"%(asctime)s node {args.node} %(levelname)s %(message)s")
+    report = asyncio.run(run_agent(args))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report))
+    return 1 if report["error"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

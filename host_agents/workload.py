@@ -1,0 +1,86 @@
+"""What a run asks the agents to do, the data they use, and how results are checked.
+
+A workload is plain JSON the launcher writes and every agent reads: the communicator, and a
+list of tests (collective, algorithm, sizes, iterations, root, persistent or not). Data is a
+pseudo-random pattern derived from (seed, test, size, iteration, rank), so every iteration
+moves different bytes and every rank can check what it received without being told.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+COLLECTIVES = ("bcast", "barrier", "scatter", "allgather")
+
+
+@dataclass(frozen=True, slots=True)
+class Test:
+    collective: str
+    algorithm: str = "auto"
+    sizes: tuple[int, ...] = (0,)
+    iterations: int = 10
+    warmup: int = 1
+    root: int = 0
+    persistent: bool = False
+
+    def __post_init__(self) -> None:
+        if self.collective not in COLLECTIVES:
+            raise ValueError(f"unknown collective {self.collective!r}; known: {', '.join(COLLECTIVES)}")
+        if self.iterations < 1 or self.warmup < 0:
+            raise ValueError("iterations must be at least 1 and warmup at least 0")
+        if any(s < 0 for s in self.sizes):
+            raise ValueError("sizes must be non-negative")
+
+
+@dataclass(slots=True)
+class Workload:
+    comm_id: int
+    members: tuple[int, ...]
+    tests: list[Test]
+    seed: int = 1
+    innet: bool = True
+    rendezvous: str = "start"
+    engine: dict[str, Any] = field(default_factory=dict)  # EngineConfig overrides
+    options: dict[str, Any] = field(default_factory=dict)  # CommOptions overrides
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1))
+
+    @classmethod
+    def load(cls, path: Path) -> Workload:
+        data = json.loads(path.read_text())
+        data["members"] = tuple(data["members"])
+        data["tests"] = [Test(**{**t, "sizes": tuple(t["sizes"])}) for t in data["tests"]]
+        return cls(**data)
+
+
+def pattern(seed: int, test: int, size: int, iteration: int, rank: int, nbytes: int) -> bytes:
+    """The bytes rank ``rank`` contributes in one iteration of one test."""
+    return random.Random(f"{seed}:{test}:{size}:{iteration}:{rank}").randbytes(nbytes)
+
+
+def expected_result(collective: str, seed: int, test: int, size: int, iteration: int, root: int, nranks: int, rank: int) -> bytes | None:
+    """What ``rank`` must end with (None for a barrier)."""
+    if collective == "bcast":
+        return pattern(seed, test, size, iteration, root, size)
+    if collective == "scatter":
+        whole = pattern(seed, test, size, iteration, root, size * nranks)
+        return whole[rank * size : (rank + 1) * size]
+    if collective == "allgather":
+        return b"".join(pattern(seed, test, size, iteration, r, size) for r in range(nranks))
+    return None
+
+
+def contribution(collective: str, seed: int, test: int, size: int, iteration: int, root: int, nranks: int, rank: int) -> bytes | None:
+    """What ``rank`` passes in (None where it passes nothing)."""
+    if collective == "bcast":
+        return pattern(seed, test, size, iteration, root, size) if rank == root else None
+    if collective == "scatter":
+        return pattern(seed, test, size, iteration, root, size * nranks) if rank == root else None
+    if collective == "allgather":
+        return pattern(seed, test, size, iteration, rank, size)
+    return None

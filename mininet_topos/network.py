@@ -1,0 +1,308 @@
+"""Bring a netcoll network up and down: Mininet hosts and links, BMv2 switches, the control
+plane, the communicator service.
+
+    net = NetcollNetwork(NetworkOptions(spec="df:2,4,2"))
+    report = net.start()          # bring-up time, measured phase by phase
+    ...                           # net.launcher(), net.control, net.mininet
+    net.stop()
+
+The control plane runs on an asyncio loop in a background thread, so the Mininet CLI stays
+responsive; :meth:`NetcollNetwork.call` runs a coroutine there and waits, bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mininet.net import Mininet
+
+from controller import topology as model
+from controller.desired_state import Membership
+from controller.drivers.p4runtime import SwitchEndpoint
+from controller.runtime import ControlPlane
+from controller.service import CommService
+from host_agents.launcher import Launcher
+from host_agents.port import RawSocketPort
+from host_agents.service_client import ServiceClient
+from mininet_topos.nodes import Bmv2Switch, RecordedHost, RecordedLink
+from mininet_topos.runstate import RunRegistry, stop_run
+from mininet_topos.topos import NetcollTopo
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class BringUpError(RuntimeError):
+    pass
+
+
+@dataclass
+class NetworkOptions:
+    spec: str = "df:2,2,1"
+    build_dir: Path = Path("build")
+    run_dir: Path = Path("/tmp/netcoll-run")
+    log_dir: Path = Path("logs")
+    program: str = "netcoll"
+    log_level: str | None = None  # BMv2 per-packet log level; None keeps BMv2 fast
+    pcap: bool = False
+    replication: str = "auto"
+    membership: str = "p4runtime"
+    ready_timeout: float = 60.0
+    grpc_base: int = 50100
+    thrift_base: int = 19100
+
+
+@dataclass
+class BringUp:
+    mininet_s: float = 0.0
+    switches_s: float = 0.0
+    programming_s: float = 0.0
+    total_s: float = 0.0
+    switches: int = 0
+    hosts: int = 0
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (
+            f"bring-up of {self.hosts} hosts and {self.switches} BMv2 switches: "
+            f"{self.total_s:.1f} s (Mininet {self.mininet_s:.1f} s, switches ready "
+            f"{self.switches_s:.1f} s, programming {self.programming_s:.1f} s)"
+        )
+
+
+class LoopThread:
+    """An asyncio loop in a daemon thread, for the control plane."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="netcoll-control", daemon=True)
+        self.thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _disable_ipv6(intf: str) -> None:
+    path = Path(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6")
+    if path.exists():
+        path.write_text("1")
+
+
+class NetcollNetwork:
+    def __init__(self, options: NetworkOptions) -> None:
+        self.options = options
+        self.topo = model.parse_spec(options.spec)
+        self.registry: RunRegistry | None = None
+        self.mininet: Mininet | None = None
+        self.control: ControlPlane | None = None
+        self.service: CommService | None = None
+        self.loop: LoopThread | None = None
+        self.report = BringUp(switches=self.topo.num_switches, hosts=self.topo.num_hosts)
+
+    @property
+    def topology_file(self) -> Path:
+        return self.options.run_dir / "topology.json"
+
+    @property
+    def service_path(self) -> Path:
+        return self.options.run_dir / "service.sock"
+
+    # -- bring-up ------------------------------------------------------------------------------
+
+    def start(self) -> BringUp:
+        opts = self.options
+        if os.geteuid() != 0:
+            raise BringUpError("Mininet needs root: run with sudo")
+        for path in (opts.build_dir / f"{opts.program}.json", opts.build_dir / f"{opts.program}.p4info.txtpb"):
+            if not path.exists():
+                raise BringUpError(f"{path} is missing: run 'make build'")
+        self._check_ports()
+        started = time.perf_counter()
+        shutil.rmtree(opts.run_dir, ignore_errors=True)
+        opts.run_dir.mkdir(parents=True)
+        opts.log_dir.mkdir(parents=True, exist_ok=True)
+        self.registry = RunRegistry(f"net-{os.getpid()}")
+        self.registry.record_file(opts.run_dir)
+        for cls in (RecordedHost, Bmv2Switch):
+            cls.registry = self.registry
+        RecordedLink.registry = self.registry
+        Bmv2Switch.run_dir = opts.run_dir
+        Bmv2Switch.grpc_base, Bmv2Switch.thrift_base = opts.grpc_base, opts.thrift_base
+        Bmv2Switch.log_level = opts.log_level
+        Bmv2Switch.pcap_dir = opts.log_dir if opts.pcap else None
+
+        self.mininet = Mininet(
+            topo=NetcollTopo(net=self.topo),
+            switch=Bmv2Switch,
+            host=RecordedHost,
+            link=RecordedLink,
+            controller=None,
+            autoSetMacs=False,
+            build=False,
+        )
+        self.mininet.build()
+        self._configure_hosts()
+        self.report.mininet_s = time.perf_counter() - started
+
+        phase = time.perf_counter()
+        self.mininet.start()  # starts every BMv2 process
+        for switch in self.mininet.switches:
+            remaining = opts.ready_timeout - (time.perf_counter() - phase)
+            try:
+                switch.wait_ready(max(1.0, remaining))
+            except Exception as exc:
+                raise BringUpError(f"switch {switch.name} did not start: {exc}") from exc
+        self.report.switches_s = time.perf_counter() - phase
+
+        phase = time.perf_counter()
+        self._write_topology()
+        self.loop = LoopThread()
+        endpoints = {
+            sw.index: SwitchEndpoint(sw.name, sw.grpc_address, sw.index + 1) for sw in self.mininet.switches
+        }
+        mgmt_intf = f"{self.topo.management.name}-eth0"
+        self.control = ControlPlane(
+            self.topo,
+            opts.build_dir,
+            endpoints,
+            RawSocketPort(mgmt_intf),
+            program=opts.program,
+            log_dir=opts.log_dir,
+            replication=opts.replication,
+            membership=Membership(opts.membership),
+        )
+        control = self.control
+        self.loop.call(control.start(opts.ready_timeout), opts.ready_timeout + 10)
+        self.service = CommService(control, self.service_path)
+        self.loop.call(self.service.start(), 10)
+        self.report.programming_s = time.perf_counter() - phase
+        self.report.total_s = time.perf_counter() - started
+        return self.report
+
+    def _check_ports(self) -> None:
+        opts = self.options
+        busy = [
+            port
+            for i in range(self.topo.num_switches)
+            for port in (opts.grpc_base + i, opts.thrift_base + i)
+            if not _port_free(port)
+        ]
+        if busy:
+            raise BringUpError(
+                f"TCP ports {busy[:5]} are in use (another netcoll network? run 'make stop')"
+            )
+
+    def _configure_hosts(self) -> None:
+        """IPv6 off everywhere we created interfaces; static ARP so IPv4 needs no broadcast."""
+        assert self.mininet is not None
+        arp_lines = [f"neigh replace {h.ip} lladdr {h.mac} dev {{intf}} nud permanent" for h in self.topo.hosts]
+        for host in self.topo.hosts:
+            node = self.mininet.get(host.name)
+            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+            batch = self.options.run_dir / f"arp-{host.name}"
+            intf = f"{host.name}-eth0"
+            batch.write_text("\n".join(line.format(intf=intf) for line in arp_lines) + "\n")
+            node.cmd(f"ip -batch {batch}")
+        for switch in self.mininet.switches:
+            for intf in switch.intfList():
+                if intf.name != "lo":
+                    _disable_ipv6(intf.name)
+        _disable_ipv6(f"{self.topo.management.name}-eth0")
+
+    def _write_topology(self) -> None:
+        assert self.mininet is not None
+        self.topo.runtime = {
+            "switches": {
+                sw.name: {"grpc": sw.grpc_address, "thrift_port": sw.thrift_port, "device_id": sw.index + 1}
+                for sw in self.mininet.switches
+            },
+            "interfaces": {str(h.node_id): f"{h.name}-eth0" for h in self.topo.hosts},
+            "management_interface": f"{self.topo.management.name}-eth0",
+            "service": str(self.service_path),
+        }
+        self.topo.save(self.topology_file)
+        self.topo.write_router_edges(self.options.run_dir / "routers.edges")
+
+    # -- use ---------------------------------------------------------------------------------
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float = 120.0) -> T:
+        if self.loop is None:
+            raise BringUpError("the network is not running")
+        return self.loop.call(coro, timeout)
+
+    def launcher(self) -> Launcher:
+        assert self.mininet is not None
+        net = self.mininet
+
+        def spawn(node: int, argv: list[str]) -> Any:
+            host = net.get(self.topo.host_by_node(node).name)
+            log = (self.options.run_dir / f"agent-{node}.log").open("wb")
+            return host.popen(argv, stdout=log, stderr=log, cwd=str(Path.cwd()))
+
+        return Launcher(
+            spawn,
+            topology_file=self.topology_file,
+            service=self.service_path,
+            run_dir=self.options.run_dir,
+            interfaces={h.node_id: f"{h.name}-eth0" for h in self.topo.hosts},
+        )
+
+    def create_comm(self, members: tuple[int, ...], **kwargs: Any) -> tuple[int, float]:
+        """A communicator over ``members`` through the service; (comm id, install seconds)."""
+
+        async def create() -> tuple[int, float]:
+            client = ServiceClient(self.service_path)
+            try:
+                reply = await client.call("create", members=list(members), **kwargs)
+            finally:
+                await client.close()
+            return int(reply["comm_id"]), float(reply["install_seconds"])
+
+        return asyncio.run(create())
+
+    # -- teardown ------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        if self.loop is not None:
+            try:
+                if self.service is not None:
+                    self.loop.call(self.service.stop(), 10)
+                if self.control is not None:
+                    self.loop.call(self.control.stop(), 20)
+            except Exception as exc:  # teardown goes on whatever failed
+                LOG.warning("stopping the control plane: %s", exc)
+            self.loop.stop()
+            self.loop = None
+        if self.mininet is not None:
+            self.mininet.stop()
+            self.mininet = None
+        if self.registry is not None:
+            # whatever Mininet left behind that this run recorded, and nothing else
+            self.registry.detach()
+            report = stop_run(self.registry.path)
+            LOG.info("%s", report)
+            self.registry = None

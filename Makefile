@@ -22,6 +22,8 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 RELIABILITY_ARGS ?=
 TNA_INCLUDE_DIR ?=
+TNA_P4C ?=
+TNA_PROGRAM ?= p4src/tna/netcoll.p4
 export NETCOLL_STATE_DIR ?= /tmp/netcoll-state
 export VENV SYSTEM_PYTHON TNA_INCLUDE_DIR
 
@@ -90,8 +92,13 @@ $(BUILD_DIR)/%.json: p4src/v1model/%.p4 $(P4_COMMON) $(wildcard p4src/v1model/*.
 	$(P4C) --std p4-16 --target bmv2 --arch v1model $(P4_DEFINES) -o $@ \
 	    --p4runtime-files $(BUILD_DIR)/$*.p4info.txtpb $<
 
+# Tofino: compiled for tofino and tofino2 where a Tofino compiler is installed (TNA_P4C, else
+# bf-p4c, else p4c with p4c-barefoot), otherwise type-checked by p4test against tna.p4/t2na.p4
+# from TNA_INCLUDE_DIR (else an installed p4c's share/p4c/p4include); skipped, saying so,
+# when neither is there. docs/porting-to-tofino.md.
 build-tna: need-venv
-	$(PY) -m controller.tofino.build --p4test "$(P4TEST)" --out $(BUILD_DIR)/tna
+	$(PY) -m controller.tofino.build --program "$(TNA_PROGRAM)" --p4test "$(P4TEST)" \
+	    --p4c "$(TNA_P4C)" --include-dir "$(TNA_INCLUDE_DIR)" --out $(BUILD_DIR)/tna
 
 # -- running a network ---------------------------------------------------------------------
 

@@ -111,7 +111,11 @@ class ControlPlane:
         state = self.states[index]
         if switch.connections > 1:
             self.restarts += 1
-            LOG.warning("switch %s came back (connection %d): reprogramming it", switch.endpoint.name, switch.connections)
+            LOG.warning(
+                "switch %s came back (connection %d): reprogramming it",
+                switch.endpoint.name,
+                switch.connections,
+            )
             self.mp.forget(state.node_id)
             state = await self._resume_barriers(index, state)
         await self.mp.push(state)
@@ -194,7 +198,8 @@ class ControlPlane:
             changes, mps = await self._apply()
             seconds = time.perf_counter() - started
             LOG.info(
-                "communicator %d (%d members) installed in %.3f s: %d P4Runtime changes, %d mini packets",
+                "communicator %d (%d members) installed in %.3f s: "
+                "%d P4Runtime changes, %d mini packets",
                 comm.comm_id,
                 len(comm.members),
                 seconds,
@@ -213,7 +218,9 @@ class ControlPlane:
             self.comms[comm_id] = replace(comm, roots=(*comm.roots, root))
             self._recompute()
             changes, mps = await self._apply()
-            return InstallReport(comm_id, time.perf_counter() - started, len(self.switches), changes, mps)
+            return InstallReport(
+                comm_id, time.perf_counter() - started, len(self.switches), changes, mps
+            )
 
     async def free(self, comm_id: int, node: int | None = None) -> bool:
         """Remove a communicator once every member freed it (node=None: at once)."""
@@ -230,7 +237,9 @@ class ControlPlane:
             await self._apply()
             return True
 
-    async def split(self, parent: int, node: int, color: int, key: int, timeout: float = 60.0) -> tuple[int, tuple[int, ...]] | None:
+    async def split(
+        self, parent: int, node: int, color: int, key: int, timeout: float = 60.0
+    ) -> tuple[int, tuple[int, ...]] | None:
         """MPI_Comm_split: every member of ``parent`` calls it; members with the same color
         get one new communicator, ranked by (key, parent rank). Negative color: none."""
         comm = self._comm(parent)
@@ -276,7 +285,11 @@ class ControlPlane:
         for name in (p4info.DROP_COUNTER, p4info.EGRESS_DROP_COUNTER):
             for reason, (packets, _) in (await switch.read_counter(name)).items():
                 if packets:
-                    label = wire.DropReason(reason).name if reason in wire.DropReason._value2member_map_ else str(reason)
+                    label = (
+                        wire.DropReason(reason).name
+                        if reason in wire.DropReason._value2member_map_
+                        else str(reason)
+                    )
                     total[label] = total.get(label, 0) + packets
         return total
 

@@ -40,7 +40,9 @@ class CommService:
     async def start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.unlink(missing_ok=True)
-        self._server = await asyncio.start_unix_server(self._client, path=str(self.path), limit=MAX_LINE)
+        self._server = await asyncio.start_unix_server(
+            self._client, path=str(self.path), limit=MAX_LINE
+        )
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -93,7 +95,10 @@ class CommService:
             return {"comm_id": report.comm_id, "install_seconds": report.seconds}
         if op == "split":
             answer = await control.split(
-                int(request["comm_id"]), int(request["node"]), int(request["color"]), int(request["key"])
+                int(request["comm_id"]),
+                int(request["node"]),
+                int(request["color"]),
+                int(request["key"]),
             )
             if answer is None:
                 return {"comm_id": None}
@@ -104,7 +109,9 @@ class CommService:
             report = await control.ensure_trees(int(request["comm_id"]), int(request["root"]))
             return {"install_seconds": report.seconds}
         if op == "rendezvous":
-            return await self._join(str(request["name"]), int(request["node"]), int(request["expected"]))
+            return await self._join(
+                str(request["name"]), int(request["node"]), int(request["expected"])
+            )
         if op == "status":
             return {
                 "communicators": {str(k): list(v.members) for k, v in control.comms.items()},

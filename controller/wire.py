@@ -88,6 +88,8 @@ class Flag(enum.IntFlag):
     RETRANSMIT = 0x01  # this data frame is a retransmission
     LAST = 0x02  # last segment of its message (redundant with seg_count, eases pcaps)
     REPLY_NOW = 0x04  # sender asks for an immediate (non-delayed) ACK
+    NO_ACK = 0x08  # multicast confirmed by other means (a barrier): receivers only NACK
+    REPAIR = 0x10  # a multicast segment resent by unicast to the receiver that missed it
 
 
 class MpKind(enum.IntEnum):

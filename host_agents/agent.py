@@ -47,15 +47,26 @@ async def run_test(comm: Comm, test: Test, index: int, seed: int) -> list[dict[s
         for iteration in range(test.warmup + test.iterations):
             if test.collective != "barrier":
                 await comm.barrier(algorithm=sync)  # ranks start each iteration together
-            data = contribution(test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank)
+            data = contribution(
+                test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank
+            )
             started = time.perf_counter()
             result = await _one(comm, test, size, data, persistent)
             elapsed = time.perf_counter() - started
             chosen = persistent.algorithm if persistent else comm.last_choice
-            expected = expected_result(test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank)
+            expected = expected_result(
+                test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank
+            )
             if expected is not None and result != expected:
                 wrong += 1
-                LOG.error("rank %d: %s %s size %d iteration %d: wrong data", comm.rank, test.collective, chosen, size, iteration)
+                LOG.error(
+                    "rank %d: %s %s size %d iteration %d: wrong data",
+                    comm.rank,
+                    test.collective,
+                    chosen,
+                    size,
+                    iteration,
+                )
             if iteration >= test.warmup:
                 times.append(elapsed)
         out.append(
@@ -84,7 +95,9 @@ async def _init_persistent(comm: Comm, test: Test, size: int) -> Persistent[Any]
     return await comm.allgather_init(block=size, algorithm=test.algorithm)
 
 
-async def _one(comm: Comm, test: Test, size: int, data: bytes | None, persistent: Persistent[Any] | None) -> Any:
+async def _one(
+    comm: Comm, test: Test, size: int, data: bytes | None, persistent: Persistent[Any] | None
+) -> Any:
     if persistent is not None:
         persistent.start(data)
         return await persistent.wait()
@@ -102,7 +115,14 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
     workload = Workload.load(args.workload)
     directory = Directory.load(args.topology)
     config = EngineConfig(**workload.engine)
-    engine = Engine(args.node, RawSocketPort(args.interface), directory, config, plan=PlanBook(directory), seed=workload.seed + args.node)
+    engine = Engine(
+        args.node,
+        RawSocketPort(args.interface),
+        directory,
+        config,
+        plan=PlanBook(directory),
+        seed=workload.seed + args.node,
+    )
     service = ServiceClient(args.service)
     comm = Comm(
         engine,
@@ -114,9 +134,14 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
     )
     report: dict[str, Any] = {"node": args.node, "rank": comm.rank, "tests": [], "error": None}
     try:
-        await service.rendezvous(workload.rendezvous, args.node, len(workload.members), timeout=args.start_timeout)
+        await service.rendezvous(
+            workload.rendezvous, args.node, len(workload.members), timeout=args.start_timeout
+        )
         for index, test in enumerate(workload.tests):
             report["tests"] += await run_test(comm, test, index, workload.seed)
+        # like MPI_Finalize: a rank keeps serving (co-root ACK merging, repairs) until every
+        # rank is done, so nobody's last collective waits on an agent that already left
+        await comm.barrier(algorithm="innet" if comm.innet else "dissemination")
     except Exception as exc:
         report["error"] = str(exc)
         LOG.error("%s", exc)
@@ -130,15 +155,23 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="netcoll host agent (one per Mininet host)")
     parser.add_argument("--node", type=int, required=True, help="this host's node id")
-    parser.add_argument("--topology", type=Path, required=True, help="topology file the launcher wrote")
+    parser.add_argument(
+        "--topology", type=Path, required=True, help="topology file the launcher wrote"
+    )
     parser.add_argument("--interface", required=True, help="the host's network interface")
     parser.add_argument("--service", type=Path, required=True, help="communicator service socket")
     parser.add_argument("--workload", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True, help="where to write this rank's results")
-    parser.add_argument("--start-timeout", type=float, default=120.0, help="seconds to wait for the other agents")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="where to write this rank's results"
+    )
+    parser.add_argument(
+        "--start-timeout", type=float, default=120.0, help="seconds to wait for the other agents"
+    )
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level, format=f"%(asctime)s node {args.node} %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=args.log_level, format=f"%(asctime)s node {args.node} %(levelname)s %(message)s"
+    )
     report = asyncio.run(run_agent(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report))
@@ -147,4 +180,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -376,6 +376,16 @@ class CollCtx:
                 task.cancel()
                 raise self.error(f"{what}: nothing arrived for {now - last_change:.1f} s")
 
+    async def switch_barrier(self) -> None:
+        """An in-network barrier inside this collective (every rank calls it at the same
+        point, so it takes the communicator's next barrier epoch everywhere)."""
+        epoch = self.comm._next_barrier_epoch()
+        opts = self.comm.options
+        await self.wait(
+            self.engine.barrier_arrive(self.comm.comm_id, epoch, opts.op_timeout),
+            f"switch barrier epoch {epoch}",
+        )
+
     async def wait_all(self, futures: list[asyncio.Future[Any]], what: str) -> None:
         for fut in futures:
             await self.wait(fut, what)

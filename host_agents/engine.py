@@ -327,6 +327,9 @@ class Engine:
         self._incoming: dict[tuple[Any, ...], Incoming] = {}
         self._completed: collections.OrderedDict[tuple[Any, ...], int] = collections.OrderedDict()
         self._roots: dict[tuple[int, int, int, int], _McastRoot] = {}
+        self._published: dict[
+            tuple[int, int, int, int], tuple[Source, dict[tuple[int, int], float]]
+        ] = {}
         self._aggregators: dict[tuple[int, int, int, int], _Aggregator] = {}
         self._aggregated: collections.OrderedDict[tuple[int, int, int, int], int] = (
             collections.OrderedDict()
@@ -336,6 +339,9 @@ class Engine:
         self._barrier_waiters: dict[int, list[tuple[int, asyncio.Future[None]]]] = {}
         self._log_budget: collections.Counter[str] = collections.Counter()
         self._pings: dict[tuple[int, int], tuple[float, asyncio.Future[float]]] = {}
+        # how long arrivals of published multicasts may pause before the receiver asks for
+        # repairs: grows on false alarms (the repair was a duplicate), shrinks on real ones
+        self.repair_quiet = self.cfg.rto_initial
         port.start(self.loop, self._on_frame)
 
     # -- communicators ----------------------------------------------------------------------
@@ -677,6 +683,38 @@ class Engine:
             self._pump_mcast(root)
         return root.done
 
+    def mcast_publish(
+        self, comm: int, epoch: int, tree: int, data: bytes | bytearray | memoryview
+    ) -> tuple[int, int, int, int]:
+        """Multicast without acknowledgements. Receivers NACK what they miss (repaired by
+        unicast) and the data stays here for repairs until :meth:`mcast_withdraw`; the caller
+        learns completion another way, a barrier. When every rank multicasts (allgather) this
+        keeps control traffic O(P) instead of O(P^2) ACKs."""
+        source = Source(data)
+        key = (self.node, comm, epoch, tree)
+        self._published[key] = (source, {})
+        for seg in range(segment_count(source.size, self.cfg.segment_size)):
+            self._send_mcast_segment(key, source, seg, Flag.NO_ACK)
+        return key
+
+    def mcast_withdraw(self, key: tuple[int, int, int, int]) -> None:
+        self._published.pop(key, None)
+
+    def _repair(
+        self, key: tuple[int, int, int, int], requester: int, ranges: list[tuple[int, int]]
+    ) -> None:
+        source, last = self._published[key]
+        now = self.loop.time()
+        seg_count = segment_count(source.size, self.cfg.segment_size)
+        for first, count in ranges:
+            for seg in range(first, min(first + count, seg_count)):
+                if now - last.get((requester, seg), -1e9) >= self.cfg.nack_delay * 4:
+                    last[(requester, seg)] = now
+                    self._send_mcast_segment(
+                        key, source, seg, Flag.NO_ACK | Flag.REPAIR, repair_to=requester
+                    )
+                    self.stats.mcast_retransmissions += 1
+
     def _finish_root(self, root: _McastRoot) -> None:
         self._roots.pop(root.key, None)
         self._aggregators.pop(root.key, None)
@@ -697,26 +735,41 @@ class Engine:
         if root.timer is None and root.next_new > root.slowest:
             root.timer = self.loop.call_later(root.rto, self._on_mcast_timeout, root)
 
-    def _mcast_segment(self, root: _McastRoot, seg: int, *, retransmit: bool) -> None:
-        start, end = self._segment_bounds(root.source, seg)
-        _, comm, epoch, tree = root.key
-        flags = Flag.RETRANSMIT if retransmit else Flag.NONE
-        if seg == root.seg_count - 1:
+    def _send_mcast_segment(
+        self,
+        key: tuple[int, int, int, int],
+        source: Source,
+        seg: int,
+        flags: int,
+        repair_to: int | None = None,
+    ) -> None:
+        """One segment of the multicast ``key``: along the tree, or (a repair) by unicast."""
+        start, end = self._segment_bounds(source, seg)
+        _, comm, epoch, tree = key
+        seg_count = segment_count(source.size, self.cfg.segment_size)
+        if seg == seg_count - 1:
             flags |= Flag.LAST
         hdr = wire.Header(
-            op=Op.MCAST,
+            op=Op.MCAST if repair_to is None else Op.UNICAST,
             comm_id=comm,
             epoch=epoch,
             tree=tree,
             flags=flags,
             src_node=self.node,
+            dst_node=repair_to or 0,
             root_node=self.node,
             seg_idx=seg,
-            seg_count=root.seg_count,
-            msg_len=root.source.size,
+            seg_count=seg_count,
+            msg_len=source.size,
         )
-        self._send(BROADCAST_MAC, hdr, root.source.view[start:end])
+        dst_mac = BROADCAST_MAC if repair_to is None else self.directory.mac(repair_to)
+        self._send(dst_mac, hdr, source.view[start:end])
         self.stats.data_sent += 1
+
+    def _mcast_segment(self, root: _McastRoot, seg: int, *, retransmit: bool) -> None:
+        self._send_mcast_segment(
+            root.key, root.source, seg, Flag.RETRANSMIT if retransmit else Flag.NONE
+        )
         if retransmit:
             root.last_repair[seg] = self.loop.time()
             self.stats.mcast_retransmissions += 1
@@ -771,6 +824,7 @@ class Engine:
     # -- multicast: receivers and co-roots ---------------------------------------------------
 
     def mcast_incoming(self, root: int, comm: int, epoch: int, tree: int, size: int) -> Incoming:
+        """The multicast of ``root`` (acknowledged, or published: see :meth:`request_missing`)."""
         key = ("m", root, comm, epoch, tree)
         msg = self._incoming.get(key)
         if msg is None:
@@ -789,13 +843,15 @@ class Engine:
 
     def _on_mcast_data(self, hdr: wire.Header, payload: memoryview) -> None:
         key = ("m", hdr.root_node, hdr.comm_id, hdr.epoch, hdr.tree)
-        target = self._ack_target(hdr.comm_id, hdr.root_node, hdr.tree)
-        if target is None:
+        no_ack = bool(hdr.flags & Flag.NO_ACK)
+        target = hdr.root_node if no_ack else self._ack_target(hdr.comm_id, hdr.root_node, hdr.tree)
+        if target is None or hdr.root_node not in self.directory.comms.get(hdr.comm_id, ()):
             self._drop("multicast for a tree this node is not a receiver of", hdr)
             return
         if key in self._completed:
             self.stats.duplicates += 1
-            self._mcast_report(hdr, target, self._completed[key], final=True)
+            if not no_ack:
+                self._mcast_report(hdr, target, self._completed[key], final=True)
             return
         msg = self._incoming.get(key)
         if msg is None:
@@ -814,13 +870,21 @@ class Engine:
         new = msg.place(hdr.seg_idx, payload, self.cfg.segment_size)
         if not new:
             self.stats.duplicates += 1
+        if hdr.flags & Flag.REPAIR:
+            factor = 0.8 if new else 1.5
+            self.repair_quiet = min(
+                self.cfg.rto_max, max(self.cfg.rto_min, self.repair_quiet * factor)
+            )
         msg.unacked += 1
         if msg.done.done():
             msg.cancel_timers()
-            self._mcast_report(hdr, target, msg.seg_count, final=True)
+            if not no_ack:
+                self._mcast_report(hdr, target, msg.seg_count, final=True)
             if msg.consumed:
                 self._retire(msg)
             return
+        if no_ack:
+            return  # the receiver asks for what is missing when things fall silent
         if msg.highest >= msg.contiguous and msg.nack_timer is None:
             # a gap: wait a random moment, the repair another receiver asked for may come
             delay = self.rng.uniform(0.2, 1.0) * self.cfg.nack_delay
@@ -894,6 +958,35 @@ class Engine:
             dst_node=target,
         )
         self._send(self.directory.mac(target), nack, body)
+
+    def request_missing(self, msg: Incoming, root: int) -> None:
+        """Ask the root of a published multicast for every segment ``msg`` still lacks; the
+        caller decides when (after a silence: under load, slow is not lost)."""
+        if msg.done.done():
+            return
+        ranges: list[tuple[int, int]] = []
+        seg = 0
+        while seg < msg.seg_count and len(ranges) < MAX_NACK_RANGES:
+            if msg.received[seg]:
+                seg += 1
+                continue
+            first = seg
+            while seg < msg.seg_count and not msg.received[seg]:
+                seg += 1
+            ranges.append((first, seg - first))
+        _, _, comm, epoch, tree = msg.key
+        nack = wire.Header(
+            op=Op.NACK,
+            comm_id=comm,
+            epoch=epoch,
+            tree=tree,
+            root_node=root,
+            src_node=self.node,
+            dst_node=root,
+        )
+        body = b"".join(_NACK_RANGE.pack(f, c) for f, c in ranges)
+        self._send(self.directory.mac(root), nack, body)
+        self.stats.nacks_sent += 1
 
     def _aggregator(self, key: tuple[int, int, int, int]) -> _Aggregator | None:
         agg = self._aggregators.get(key)
@@ -985,6 +1078,10 @@ class Engine:
             _NACK_RANGE.unpack_from(payload, i * _NACK_RANGE.size)
             for i in range(min(len(payload) // _NACK_RANGE.size, MAX_NACK_RANGES))
         ]
+        key = (hdr.root_node, hdr.comm_id, hdr.epoch, hdr.tree)
+        if key in self._published:
+            self._repair(key, hdr.src_node, ranges)
+            return
         self._on_nack_ranges(hdr.root_node, hdr.comm_id, hdr.epoch, hdr.tree, ranges)
 
     def _on_nack_ranges(
@@ -1087,7 +1184,10 @@ class Engine:
         if hdr.src_node == self.node and hdr.op not in (Op.RELEASE,):
             return  # our own frame reflected back (kernels without PACKET_IGNORE_OUTGOING)
         op = hdr.op
-        if op == Op.UNICAST:
+        if op == Op.UNICAST and hdr.flags & Flag.REPAIR:
+            if hdr.dst_node == self.node:
+                self._on_mcast_data(hdr, parsed.payload)
+        elif op == Op.UNICAST:
             if hdr.dst_node == self.node:
                 self._on_unicast_data(hdr, parsed.payload)
             else:

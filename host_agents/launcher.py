@@ -66,7 +66,7 @@ class Launcher:
     def launch(self, workload: Workload, timeout: float = 600.0) -> LaunchResult:
         """Run ``workload`` on every member; bounded by ``timeout`` seconds."""
         self.runs += 1
-        run = self.run_dir / f"workload-{self.runs}"
+        run = self.run_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{self.runs}"
         shutil.rmtree(run, ignore_errors=True)
         (run / "results").mkdir(parents=True)
         (run / "logs").mkdir()
@@ -94,8 +94,12 @@ class Launcher:
         for node in workload.members:
             path = run / "results" / f"{node}.json"
             if not path.exists():
-                log = (run / "logs" / f"{node}.log").read_text(errors="replace").strip().splitlines()
-                result.errors.append(f"node {node}: wrote no results ({log[-1] if log else 'no log'})")
+                log = (
+                    (run / "logs" / f"{node}.log").read_text(errors="replace").strip().splitlines()
+                )
+                result.errors.append(
+                    f"node {node}: wrote no results ({log[-1] if log else 'no log'})"
+                )
                 continue
             report = json.loads(path.read_text())
             result.reports[node] = report

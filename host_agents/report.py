@@ -35,7 +35,13 @@ def aggregate(reports: Iterable[dict[str, Any]]) -> list[Row]:
     grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for report in reports:
         for entry in report.get("tests", []):
-            key = (entry["collective"], entry["algorithm"], entry["size"], entry["persistent"], entry["root"])
+            key = (
+                entry["collective"],
+                entry["algorithm"],
+                entry["size"],
+                entry["persistent"],
+                entry["root"],
+            )
             grouped.setdefault(key, []).append(entry)
     rows = []
     for (collective, algorithm, size, persistent, _), entries in grouped.items():
@@ -61,6 +67,10 @@ def aggregate(reports: Iterable[dict[str, Any]]) -> list[Row]:
     return rows
 
 
+COLUMNS = ("Size", "Avg(us)", "Min(us)", "Max(us)", "Iterations", "Wrong")
+WIDTHS = (10, 12, 12, 12, 10, 6)
+
+
 def format_table(rows: list[Row]) -> str:
     """OSU micro-benchmark style, one block per (collective, algorithm)."""
     out: list[str] = []
@@ -71,12 +81,17 @@ def format_table(rows: list[Row]) -> str:
         kind = " persistent" if persistent else ""
         out.append(f"# netcoll {collective}{kind}, algorithm {algorithm}, {block[0].ranks} ranks")
         extra = any(r.link_bytes is not None for r in block)
-        header = f"# {'Size':>10} {'Avg(us)':>12} {'Min(us)':>12} {'Max(us)':>12} {'Iterations':>10} {'Wrong':>6}"
+        header = "# " + " ".join(
+            f"{title:>{width}}" for title, width in zip(COLUMNS, WIDTHS, strict=True)
+        )
         if extra:
             header += f" {'LinkBytes':>12} {'GlobalBytes':>12} {'xMinimum':>9}"
         out.append(header)
         for row in sorted(block, key=lambda r: r.size):
-            line = f"{row.size:>12} {row.avg_us:>12.2f} {row.min_us:>12.2f} {row.max_us:>12.2f} {row.iterations:>10} {row.wrong:>6}"
+            line = (
+                f"{row.size:>12} {row.avg_us:>12.2f} {row.min_us:>12.2f} {row.max_us:>12.2f} "
+                f"{row.iterations:>10} {row.wrong:>6}"
+            )
             if extra:
                 ratio = (
                     f"{row.link_bytes / row.minimum_bytes:>9.2f}"
@@ -89,11 +104,15 @@ def format_table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def save(rows: list[Row], directory: Path, name: str, meta: dict[str, Any] | None = None) -> tuple[Path, Path]:
+def save(
+    rows: list[Row], directory: Path, name: str, meta: dict[str, Any] | None = None
+) -> tuple[Path, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     json_path = directory / f"{name}.json"
     csv_path = directory / f"{name}.csv"
-    json_path.write_text(json.dumps({"meta": meta or {}, "rows": [asdict(r) for r in rows]}, indent=1))
+    json_path.write_text(
+        json.dumps({"meta": meta or {}, "rows": [asdict(r) for r in rows]}, indent=1)
+    )
     with csv_path.open("w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=list(Row.__dataclass_fields__))
         writer.writeheader()

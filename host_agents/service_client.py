@@ -33,7 +33,9 @@ class ServiceClient:
                     asyncio.open_unix_connection(str(self.path), limit=1 << 20), 10
                 )
             except (OSError, TimeoutError) as exc:
-                raise ServiceError(f"cannot reach the communicator service at {self.path}: {exc}") from exc
+                raise ServiceError(
+                    f"cannot reach the communicator service at {self.path}: {exc}"
+                ) from exc
             self._reader_task = asyncio.create_task(self._read_replies())
 
     async def _read_replies(self) -> None:
@@ -47,7 +49,9 @@ class ServiceClient:
         finally:
             for fut in self._pending.values():
                 if not fut.done():
-                    fut.set_exception(ServiceError("the communicator service closed the connection"))
+                    fut.set_exception(
+                        ServiceError("the communicator service closed the connection")
+                    )
             self._pending.clear()
 
     async def call(self, op: str, timeout: float | None = None, **params: Any) -> dict[str, Any]:
@@ -62,7 +66,9 @@ class ServiceClient:
             reply = await asyncio.wait_for(fut, timeout or self.timeout)
         except TimeoutError:
             self._pending.pop(ident, None)
-            raise ServiceError(f"communicator service: no answer to {op} within {timeout or self.timeout:.0f} s") from None
+            raise ServiceError(
+                f"communicator service: no answer to {op} within {timeout or self.timeout:.0f} s"
+            ) from None
         if not reply.get("ok"):
             raise ServiceError(f"communicator service refused {op}: {reply.get('error')}")
         return reply
@@ -80,7 +86,9 @@ class ServiceClient:
         reply = await self.call("create", members=list(members))
         return int(reply["comm_id"]), True
 
-    async def split(self, comm_id: int, node: int, color: int, key: int) -> tuple[int, tuple[int, ...], bool] | None:
+    async def split(
+        self, comm_id: int, node: int, color: int, key: int
+    ) -> tuple[int, tuple[int, ...], bool] | None:
         reply = await self.call("split", comm_id=comm_id, node=node, color=color, key=key)
         if reply.get("comm_id") is None:
             return None

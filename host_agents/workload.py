@@ -29,7 +29,9 @@ class Test:
 
     def __post_init__(self) -> None:
         if self.collective not in COLLECTIVES:
-            raise ValueError(f"unknown collective {self.collective!r}; known: {', '.join(COLLECTIVES)}")
+            raise ValueError(
+                f"unknown collective {self.collective!r}; known: {', '.join(COLLECTIVES)}"
+            )
         if self.iterations < 1 or self.warmup < 0:
             raise ValueError("iterations must be at least 1 and warmup at least 0")
         if any(s < 0 for s in self.sizes):
@@ -63,7 +65,16 @@ def pattern(seed: int, test: int, size: int, iteration: int, rank: int, nbytes: 
     return random.Random(f"{seed}:{test}:{size}:{iteration}:{rank}").randbytes(nbytes)
 
 
-def expected_result(collective: str, seed: int, test: int, size: int, iteration: int, root: int, nranks: int, rank: int) -> bytes | None:
+def expected_result(
+    collective: str,
+    seed: int,
+    test: int,
+    size: int,
+    iteration: int,
+    root: int,
+    nranks: int,
+    rank: int,
+) -> bytes | None:
     """What ``rank`` must end with (None for a barrier)."""
     if collective == "bcast":
         return pattern(seed, test, size, iteration, root, size)
@@ -75,7 +86,16 @@ def expected_result(collective: str, seed: int, test: int, size: int, iteration:
     return None
 
 
-def contribution(collective: str, seed: int, test: int, size: int, iteration: int, root: int, nranks: int, rank: int) -> bytes | None:
+def contribution(
+    collective: str,
+    seed: int,
+    test: int,
+    size: int,
+    iteration: int,
+    root: int,
+    nranks: int,
+    rank: int,
+) -> bytes | None:
     """What ``rank`` passes in (None where it passes nothing)."""
     if collective == "bcast":
         return pattern(seed, test, size, iteration, root, size) if rank == root else None

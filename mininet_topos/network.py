@@ -29,6 +29,7 @@ from mininet.net import Mininet
 from controller import topology as model
 from controller.desired_state import Membership
 from controller.drivers.p4runtime import SwitchEndpoint
+from controller.drivers.thrift import ThriftClient, ThriftUnavailable
 from controller.runtime import ControlPlane
 from controller.service import CommService
 from host_agents.launcher import Launcher
@@ -58,6 +59,7 @@ class NetworkOptions:
     replication: str = "auto"
     membership: str = "p4runtime"
     ready_timeout: float = 60.0
+    queue_depth: int = 1024  # BMv2 egress queue, packets (its default of 64 drops bursts)
     grpc_base: int = 50100
     thrift_base: int = 19100
 
@@ -85,7 +87,9 @@ class LoopThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="netcoll-control", daemon=True)
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="netcoll-control", daemon=True
+        )
         self.thread.start()
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
@@ -137,7 +141,10 @@ class NetcollNetwork:
         opts = self.options
         if os.geteuid() != 0:
             raise BringUpError("Mininet needs root: run with sudo")
-        for path in (opts.build_dir / f"{opts.program}.json", opts.build_dir / f"{opts.program}.p4info.txtpb"):
+        for path in (
+            opts.build_dir / f"{opts.program}.json",
+            opts.build_dir / f"{opts.program}.p4info.txtpb",
+        ):
             if not path.exists():
                 raise BringUpError(f"{path} is missing: run 'make build'")
         self._check_ports()
@@ -176,13 +183,15 @@ class NetcollNetwork:
                 switch.wait_ready(max(1.0, remaining))
             except Exception as exc:
                 raise BringUpError(f"switch {switch.name} did not start: {exc}") from exc
+        self._tune_queues()
         self.report.switches_s = time.perf_counter() - phase
 
         phase = time.perf_counter()
         self._write_topology()
         self.loop = LoopThread()
         endpoints = {
-            sw.index: SwitchEndpoint(sw.name, sw.grpc_address, sw.index + 1) for sw in self.mininet.switches
+            sw.index: SwitchEndpoint(sw.name, sw.grpc_address, sw.index + 1)
+            for sw in self.mininet.switches
         }
         mgmt_intf = f"{self.topo.management.name}-eth0"
         self.control = ControlPlane(
@@ -203,6 +212,16 @@ class NetcollNetwork:
         self.report.total_s = time.perf_counter() - started
         return self.report
 
+    def _tune_queues(self) -> None:
+        """Deepen every egress queue over BMv2's Thrift runtime (P4Runtime cannot)."""
+        assert self.mininet is not None
+        try:
+            for switch in self.mininet.switches:
+                with ThriftClient(switch.thrift_port) as client:
+                    client.set_queue_depth(self.options.queue_depth)
+        except ThriftUnavailable as exc:
+            LOG.warning("egress queues keep BMv2's default depth: %s", exc)
+
     def _check_ports(self) -> None:
         opts = self.options
         busy = [
@@ -219,10 +238,15 @@ class NetcollNetwork:
     def _configure_hosts(self) -> None:
         """IPv6 off everywhere we created interfaces; static ARP so IPv4 needs no broadcast."""
         assert self.mininet is not None
-        arp_lines = [f"neigh replace {h.ip} lladdr {h.mac} dev {{intf}} nud permanent" for h in self.topo.hosts]
+        arp_lines = [
+            f"neigh replace {h.ip} lladdr {h.mac} dev {{intf}} nud permanent"
+            for h in self.topo.hosts
+        ]
         for host in self.topo.hosts:
             node = self.mininet.get(host.name)
-            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+            node.cmd(
+                "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1"
+            )
             batch = self.options.run_dir / f"arp-{host.name}"
             intf = f"{host.name}-eth0"
             batch.write_text("\n".join(line.format(intf=intf) for line in arp_lines) + "\n")
@@ -237,7 +261,11 @@ class NetcollNetwork:
         assert self.mininet is not None
         self.topo.runtime = {
             "switches": {
-                sw.name: {"grpc": sw.grpc_address, "thrift_port": sw.thrift_port, "device_id": sw.index + 1}
+                sw.name: {
+                    "grpc": sw.grpc_address,
+                    "thrift_port": sw.thrift_port,
+                    "device_id": sw.index + 1,
+                }
                 for sw in self.mininet.switches
             },
             "interfaces": {str(h.node_id): f"{h.name}-eth0" for h in self.topo.hosts},
@@ -258,16 +286,19 @@ class NetcollNetwork:
         assert self.mininet is not None
         net = self.mininet
 
+        workloads = self.options.log_dir / "workloads"
+
         def spawn(node: int, argv: list[str]) -> Any:
             host = net.get(self.topo.host_by_node(node).name)
-            log = (self.options.run_dir / f"agent-{node}.log").open("wb")
+            run = Path(argv[argv.index("--workload") + 1]).parent
+            log = (run / "logs" / f"{node}.log").open("wb")
             return host.popen(argv, stdout=log, stderr=log, cwd=str(Path.cwd()))
 
         return Launcher(
             spawn,
             topology_file=self.topology_file,
             service=self.service_path,
-            run_dir=self.options.run_dir,
+            run_dir=workloads,
             interfaces={h.node_id: f"{h.name}-eth0" for h in self.topo.hosts},
         )
 

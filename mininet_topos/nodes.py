@@ -21,7 +21,7 @@ class Recorded:
 
     registry: ClassVar[RunRegistry | None] = None
 
-    def startShell(self, *args: Any, **kwargs: Any) -> None:  # noqa: N802 (Mininet's name)
+    def startShell(self, *args: Any, **kwargs: Any) -> None:
         super().startShell(*args, **kwargs)  # type: ignore[misc]
         if self.registry is not None:
             self.registry.record_process(self.pid, f"mininet {self.name}")  # type: ignore[attr-defined]
@@ -35,7 +35,7 @@ class RecordedLink(Link):
     registry: ClassVar[RunRegistry | None] = None
 
     @classmethod
-    def makeIntfPair(cls, intfname1: str, intfname2: str, *args: Any, **kwargs: Any) -> Any:  # noqa: N802
+    def makeIntfPair(cls, intfname1: str, intfname2: str, *args: Any, **kwargs: Any) -> Any:
         if cls.registry is not None:
             for name in (intfname1, intfname2):
                 cls.registry.record_link(name)
@@ -69,7 +69,7 @@ class Bmv2Switch(Recorded, Switch):
     def thrift_port(self) -> int:
         return self.thrift_base + self.index
 
-    def start(self, controllers: list[Any]) -> None:  # noqa: ARG002 (no OpenFlow controllers)
+    def start(self, controllers: list[Any]) -> None:
         ports = {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
         config = Bmv2Config(
             name=self.name,
@@ -88,7 +88,7 @@ class Bmv2Switch(Recorded, Switch):
         assert self.process is not None, "start() first"
         return self.process.wait_ready(timeout)
 
-    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's name)
+    def stop(self, deleteIntfs: bool = True) -> None:
         if self.process is not None:
             self.process.stop()
             self.process = None

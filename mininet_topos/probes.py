@@ -53,7 +53,9 @@ class HostSockets:
         for sock in self.sockets.values():
             sock.close()
 
-    def send(self, node: int, hdr: wire.Header, payload: bytes = b"", dst_mac: bytes = b"\xff" * 6) -> None:
+    def send(
+        self, node: int, hdr: wire.Header, payload: bytes = b"", dst_mac: bytes = b"\xff" * 6
+    ) -> None:
         mac = wire.mac_bytes(wire.host_mac(node))
         self.sockets[node].send(wire.build_frame(hdr, payload, dst_mac=dst_mac, src_mac=mac))
 
@@ -75,7 +77,9 @@ class HostSockets:
         return out
 
 
-def reachability(sockets: HostSockets, *, rounds: int = 4, window: int = 64, timeout: float = 60.0) -> ReachReport:
+def reachability(
+    sockets: HostSockets, *, rounds: int = 4, window: int = 64, timeout: float = 60.0
+) -> ReachReport:
     """PING every ordered host pair; PONGs come back the same way through the switches."""
     topo = sockets.topo
     nodes = [h.node_id for h in topo.hosts]
@@ -127,14 +131,37 @@ class BroadcastReport:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"broadcast from node {self.root}: every one of {len(self.expected)} hosts got exactly one copy"
-        wrong = {n: self.copies.get(n, 0) for n in self.expected | set(self.copies) if self.copies.get(n, 0) != (1 if n in self.expected else 0)}
+            return (
+                f"broadcast from node {self.root}: every one of {len(self.expected)} hosts "
+                "got exactly one copy"
+            )
+        wrong = {
+            n: self.copies.get(n, 0)
+            for n in self.expected | set(self.copies)
+            if self.copies.get(n, 0) != (1 if n in self.expected else 0)
+        }
         return f"broadcast from node {self.root}: wrong copy counts {wrong}"
 
 
-def one_broadcast(sockets: HostSockets, comm_id: int, root: int, members: tuple[int, ...], *, quiet: float = 1.0, timeout: float = 10.0) -> BroadcastReport:
+def one_broadcast(
+    sockets: HostSockets,
+    comm_id: int,
+    root: int,
+    members: tuple[int, ...],
+    *,
+    quiet: float = 1.0,
+    timeout: float = 10.0,
+) -> BroadcastReport:
     """One in-network multicast along the innet tree of (comm_id, root)."""
-    hdr = wire.Header(op=wire.Op.MCAST, comm_id=comm_id, epoch=1, root_node=root, src_node=root, seg_count=1, msg_len=5)
+    hdr = wire.Header(
+        op=wire.Op.MCAST,
+        comm_id=comm_id,
+        epoch=1,
+        root_node=root,
+        src_node=root,
+        seg_count=1,
+        msg_len=5,
+    )
     sockets.send(root, hdr, b"smoke")
     expected = set(members) - {root}
     copies: Counter[int] = Counter()
@@ -143,7 +170,11 @@ def one_broadcast(sockets: HostSockets, comm_id: int, root: int, members: tuple[
     while time.monotonic() < deadline:
         frames = sockets.receive(0.1)
         for node, frame in frames:
-            if frame.hdr.op == wire.Op.MCAST and frame.hdr.comm_id == comm_id and frame.hdr.root_node == root:
+            if (
+                frame.hdr.op == wire.Op.MCAST
+                and frame.hdr.comm_id == comm_id
+                and frame.hdr.root_node == root
+            ):
                 copies[node] += 1
                 last = time.monotonic()
         if sum(copies.values()) >= len(expected) and time.monotonic() - last > quiet:

@@ -22,16 +22,46 @@ from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
 
 
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--topo", default="df:2,2,1", help="df:P,A,H[:absolute|relative|circulant], single:N or line:K,M")
+    parser.add_argument(
+        "--topo",
+        default="df:2,2,1",
+        help="df:P,A,H[:absolute|relative|circulant], single:N or line:K,M",
+    )
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--run-dir", type=Path, default=Path("/tmp/netcoll-run"))
     parser.add_argument("--log-dir", type=Path, default=Path("logs"))
-    parser.add_argument("--log-level", default=None, help="BMv2 per-packet log level (debug, trace); off by default because it slows BMv2 ten-fold")
-    parser.add_argument("--pcap", action="store_true", help="BMv2 writes a pcap per port into the log directory")
-    parser.add_argument("--replication", default="auto", choices=["auto", "subset", "all_ports"], help="how child bitmaps are replicated")
-    parser.add_argument("--membership", default="p4runtime", choices=["p4runtime", "mp"], help="path that installs broadcast trees")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a switch may take to come up")
-    parser.add_argument("-v", "--verbose", action="store_true", help="control-plane log on the console")
+    parser.add_argument(
+        "--log-level",
+        default=None,
+        help="BMv2 per-packet log level (debug, trace); off by default: it slows BMv2 ten-fold",
+    )
+    parser.add_argument(
+        "--pcap", action="store_true", help="BMv2 writes a pcap per port into the log directory"
+    )
+    parser.add_argument(
+        "--replication",
+        default="auto",
+        choices=["auto", "subset", "all_ports"],
+        help="how child bitmaps are replicated",
+    )
+    parser.add_argument(
+        "--membership",
+        default="p4runtime",
+        choices=["p4runtime", "mp"],
+        help="path that installs broadcast trees",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds a switch may take to come up"
+    )
+    parser.add_argument(
+        "--queue-depth",
+        type=int,
+        default=1024,
+        help="BMv2 egress queue depth in packets (BMv2's default, 64, drops 72-way bursts)",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="control-plane log on the console"
+    )
 
 
 def options_from(args: argparse.Namespace) -> NetworkOptions:
@@ -45,10 +75,11 @@ def options_from(args: argparse.Namespace) -> NetworkOptions:
         replication=args.replication,
         membership=args.membership,
         ready_timeout=args.timeout,
+        queue_depth=args.queue_depth,
     )
 
 
-class NetcollCLI(CLI):  # type: ignore[misc]
+class NetcollCLI(CLI):
     prompt = "netcoll> "
 
     def __init__(self, net: NetcollNetwork) -> None:
@@ -123,15 +154,25 @@ class NetcollCLI(CLI):  # type: ignore[misc]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_network_arguments(parser)
-    parser.add_argument("--world", action="store_true", help="create a communicator of every host at start")
+    parser.add_argument(
+        "--world", action="store_true", help="create a communicator of every host at start"
+    )
     parser.add_argument("--no-cli", action="store_true", help="bring up, report, tear down")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     net = NetcollNetwork(options_from(args))
     try:
-        print(f"*** bringing up {args.topo}: {net.topo.num_hosts} hosts, {net.topo.num_switches} switches")
+        print(
+            f"*** bringing up {args.topo}: "
+            f"{net.topo.num_hosts} hosts, {net.topo.num_switches} switches"
+        )
         report = net.start()
         print(f"*** {report}")
         if args.world:

@@ -17,14 +17,22 @@ from mininet_topos.run import add_network_arguments, options_from
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_network_arguments(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     net = NetcollNetwork(options_from(args))
     sockets = None
     try:
-        print(f"*** smoke test of {args.topo}: {net.topo.num_hosts} hosts, {net.topo.num_switches} switches")
+        print(
+            f"*** smoke test of {args.topo}: "
+            f"{net.topo.num_hosts} hosts, {net.topo.num_switches} switches"
+        )
         report = net.start()
         print(f"*** {report}")
         assert net.mininet is not None

@@ -15,7 +15,7 @@ from mininet.topo import Topo
 from controller import topology as model
 
 
-class NetcollTopo(Topo):  # type: ignore[misc]
+class NetcollTopo(Topo):
     """Any shape of the topology model: ``NetcollTopo("df:2,4,2")``."""
 
     def build(self, spec: str = "df:2,2,1", net: model.Topology | None = None, **_: Any) -> None:
@@ -27,7 +27,12 @@ class NetcollTopo(Topo):  # type: ignore[misc]
             self.addHost(host.name, ip=f"{host.ip}/16", mac=host.mac)
             self.addLink(host.name, net.switch(host.switch).name, port1=0, port2=host.port)
         for link in net.links:
-            self.addLink(net.switch(link.a).name, net.switch(link.b).name, port1=link.a_port, port2=link.b_port)
+            self.addLink(
+                net.switch(link.a).name,
+                net.switch(link.b).name,
+                port1=link.a_port,
+                port2=link.b_port,
+            )
         mgmt = net.management
         # the management node lives in the root namespace, without an IP address: the
         # controller sends mini packets from it and nothing else of the machine sees it
@@ -36,18 +41,24 @@ class NetcollTopo(Topo):  # type: ignore[misc]
 
 
 class DragonflyTopo(NetcollTopo):
-    def build(self, p: int = 2, a: int = 2, h: int = 1, arrangement: str = "absolute", **_: Any) -> None:  # type: ignore[override]
-        super().build(net=model.dragonfly(int(p), int(a), int(h), arrangement))
+    """``--topo dragonfly,P,A,H[,ARRANGEMENT]``"""
+
+    def __init__(self, p: int = 2, a: int = 2, h: int = 1, arrangement: str = "absolute") -> None:
+        super().__init__(net=model.dragonfly(int(p), int(a), int(h), arrangement))
 
 
 class SingleTopo(NetcollTopo):
-    def build(self, n: int = 4, **_: Any) -> None:  # type: ignore[override]
-        super().build(net=model.single_switch(int(n)))
+    """``--topo single,N``"""
+
+    def __init__(self, n: int = 4) -> None:
+        super().__init__(net=model.single_switch(int(n)))
 
 
 class LineTopo(NetcollTopo):
-    def build(self, k: int = 3, m: int = 2, **_: Any) -> None:  # type: ignore[override]
-        super().build(net=model.line(int(k), int(m)))
+    """``--topo line,K,M``"""
+
+    def __init__(self, k: int = 3, m: int = 2) -> None:
+        super().__init__(net=model.line(int(k), int(m)))
 
 
 topos = {"netcoll": NetcollTopo, "dragonfly": DragonflyTopo, "single": SingleTopo, "line": LineTopo}

@@ -113,19 +113,46 @@ async def recursive_doubling(ctx: CollCtx, recvbuf: bytearray, block: int) -> No
 
 
 async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+    """Every rank publishes its block on its own switch tree. Receivers ask the roots for
+    what is missing whenever arrivals fall silent (repairs come by unicast), and one switch
+    barrier tells everyone that every rank has every block, which is when the published
+    blocks can go. No per-multicast ACKs: P^2 of them would dwarf the data."""
     engine, comm, epoch = ctx.engine, ctx.comm.comm_id, ctx.epoch
     view = memoryview(recvbuf)
     ctx.step = "multicast own block"
-    sent = engine.mcast_send(
-        comm, epoch, wire.Tree.INNET, bytes(view[ctx.rank * block : (ctx.rank + 1) * block])
-    )
-
-    async def take(rank: int) -> None:
-        msg = engine.mcast_incoming(ctx.node(rank), comm, epoch, wire.Tree.INNET, block)
-        view[rank * block : (rank + 1) * block] = await ctx.wait_incoming(
-            msg, f"waiting for rank {rank}'s block"
-        )
-
-    ctx.step = "receive every block"
-    await asyncio.gather(*(take(r) for r in range(ctx.size) if r != ctx.rank))
-    await ctx.wait(sent, "multicasting own block")
+    mine = bytes(view[ctx.rank * block : (ctx.rank + 1) * block])
+    published = engine.mcast_publish(comm, epoch, wire.Tree.INNET, mine)
+    pending = {
+        rank: engine.mcast_incoming(ctx.node(rank), comm, epoch, wire.Tree.INNET, block)
+        for rank in range(ctx.size)
+        if rank != ctx.rank
+    }
+    try:
+        ctx.step = "receive every block"
+        quiet = engine.repair_quiet
+        silent_since = engine.loop.time()
+        while pending:
+            done, _ = await asyncio.wait(
+                [m.done for m in pending.values()],
+                timeout=quiet,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            for rank, msg in list(pending.items()):
+                if msg.done.done():
+                    view[rank * block : (rank + 1) * block] = msg.done.result()
+                    engine.consume(msg)
+                    del pending[rank]
+            now = engine.loop.time()
+            if done:
+                quiet, silent_since = engine.repair_quiet, now
+                continue
+            if now - silent_since > ctx.comm.options.progress_timeout:
+                missing = sorted(pending)[:8]
+                raise ctx.error(f"blocks of ranks {missing} never arrived ({len(pending)} missing)")
+            for rank, msg in pending.items():  # silence: ask for what is missing
+                engine.request_missing(msg, ctx.node(rank))
+            quiet = min(quiet * 2, engine.cfg.rto_max)
+        ctx.step = "confirm with a switch barrier"
+        await ctx.switch_barrier()
+    finally:
+        engine.mcast_withdraw(published)

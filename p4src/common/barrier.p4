@@ -28,14 +28,35 @@ bit<32> barrier_cell_tag(in epoch_t epoch, in bit<16> generation) {
     return epoch ++ generation;
 }
 
-/* Record one child's arrival: a cell left by another epoch or generation starts empty. */
+/* The arrivals a cell holds for `tag`: a cell left by another epoch or generation is empty.
+ * Half-wise (tag half, bitmap half) so that an architecture keeping the two halves of a cell in
+ * one dual-width register (Tofino's RegisterAction) can call it on each half. */
+port_bitmap_t barrier_arrivals_for(in bit<32> cell_tag, in port_bitmap_t cell_arrivals,
+                                   in bit<32> tag) {
+    return cell_tag == tag ? cell_arrivals : 32w0;
+}
+
+/* The bitmap half after recording one child's arrival under `tag` (the tag half becomes `tag`). */
+port_bitmap_t barrier_arrivals_merge(in bit<32> cell_tag, in port_bitmap_t cell_arrivals,
+                                     in bit<32> tag, in port_bitmap_t child) {
+    return barrier_arrivals_for(cell_tag, cell_arrivals, tag) | child;
+}
+
+/* The same on a packed 64-bit cell: tag in [63:32], bitmap in [31:0]. */
 barrier_cell_t barrier_cell_merge(in barrier_cell_t cell, in bit<32> tag, in port_bitmap_t child) {
-    port_bitmap_t arrived = cell[63:32] == tag ? cell[31:0] : 32w0;
-    return tag ++ (arrived | child);
+    return tag ++ barrier_arrivals_merge(cell[63:32], cell[31:0], tag, child);
 }
 
 port_bitmap_t barrier_cell_arrivals(in barrier_cell_t cell, in bit<32> tag) {
-    return cell[63:32] == tag ? cell[31:0] : 32w0;
+    return barrier_arrivals_for(cell[63:32], cell[31:0], tag);
+}
+
+/* Is this RELEASE one the slot's parent may send (configured slot, not the root, from the
+ * parent port)? Only such a RELEASE can advance the released epoch, so an architecture that
+ * must pick the released register's single access before classifying asks this first. */
+bool barrier_release_from_parent(in bit<8> op, in port_num_t in_port,
+                                 in port_bitmap_t child_mask, in port_num_t parent_port) {
+    return child_mask != 0 && op == OP_RELEASE && parent_port != 0 && in_port == parent_port;
 }
 
 /* What to do with an ARRIVE or RELEASE, from the slot's configuration and released epoch.
@@ -61,7 +82,7 @@ void barrier_classify(in bit<8> op, in epoch_t epoch, in port_num_t in_port,
             verdict = BARRIER_COUNT;
         }
     } else {
-        if (parent_port == 0 || in_port != parent_port) {
+        if (!barrier_release_from_parent(op, in_port, child_mask, parent_port)) {
             reason = DROP_NOT_PARENT;
         } else if (!epoch_after(epoch, released)) {
             reason = DROP_STALE_RELEASE;

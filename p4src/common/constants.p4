@@ -145,5 +145,10 @@ const bit<8> STATE_TREE_MP_READ = 3;
 const bit<8> STATE_BARRIER_EVENT = 4; /* ARRIVE or RELEASE */
 const bit<8> STATE_BARRIER_MP_WRITE = 5;
 const bit<8> STATE_BARRIER_MP_READ = 6;
+/* Set by a state control that cannot finish the packet in this pass (on Tofino: its registers
+ * live in another pipe, or a root's completion must advance the released epoch in a second
+ * pass). NetcollIngress then takes no decision and the shim carries the packet to that pass;
+ * v1model never sets it. */
+const bit<8> STATE_NEXT_PASS = 7;
 
 #endif /* NETCOLL_CONSTANTS_P4 */

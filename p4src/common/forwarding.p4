@@ -16,6 +16,11 @@ bit<8> counter_column(in headers_t hdr) {
     return column;
 }
 
+/* Index of a per-(port, column) counter: rx_port_op and tx_port_op of every architecture. */
+bit<32> port_counter_index(in port_num_t port, in bit<8> column) {
+    return (bit<32>) port * NETCOLL_COUNTER_COLUMNS + (bit<32>) column;
+}
+
 /* Frame bytes a well-formed collective packet needs: headers plus its declared payload. */
 bit<32> coll_needed_bytes(in headers_t hdr) {
     bit<16> mp_bytes = hdr.mp.isValid() ? MP_BODY_BYTES : 16w0;

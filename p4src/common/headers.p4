@@ -114,6 +114,16 @@ struct coll_meta_t {
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;
     bit<8> mp_status;
+
+    /* Architecture-private: written by a shim for its own state controls, never read by the
+     * shared logic (v1model leaves them 0). On Tofino: the registers live in another pipe
+     * (steer there); the resubmitted pass that finishes a root's barrier completion, with the
+     * configuration generation it was counted under; the cell tag, an input of the cell's
+     * register program (docs/porting-to-tofino.md). */
+    bit<1> arch_state_elsewhere;
+    bit<1> arch_commit_pass;
+    bit<16> arch_commit_generation;
+    bit<32> arch_cell_tag;
 }
 
 #endif /* NETCOLL_HEADERS_P4 */

@@ -2,7 +2,9 @@
  *
  * The architecture shim fills the first fields of coll_meta_t, defines the state controls
  * TreeState and BarrierState (the only code that touches registers) before including this
- * file, applies NetcollIngress, and then carries out meta.out_kind and counts.
+ * file, applies NetcollIngress, and then carries out meta.out_kind and counts. A state control
+ * that cannot finish the packet in this pass sets meta.state_op = STATE_NEXT_PASS: no decision
+ * is taken (headers stay as parsed) and the shim carries the packet to the pass that can.
  */
 #ifndef NETCOLL_INGRESS_P4
 #define NETCOLL_INGRESS_P4
@@ -50,6 +52,9 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
             tree_state.apply(hdr, meta);
         } else if (meta.state_op != STATE_NONE) {
             barrier_state.apply(hdr, meta);
+        }
+        if (meta.state_op == STATE_NEXT_PASS) {
+            return;
         }
 
         if (meta.class == CLASS_ROUTE) {

@@ -12,11 +12,17 @@
 #include "constants.p4"
 #include "headers.p4"
 
-/* Serial comparison of 32-bit generations. */
-bit<8> mp_generation_status(in bit<32> offered, in bit<32> stored) {
+/* Serial comparison of 32-bit generations: is `offered` newer than `stored`? This alone decides
+ * whether an MP write is applied, so a register update that cannot compute a status (Tofino's
+ * RegisterAction) uses it as its condition and agrees with mp_generation_status. */
+bool generation_is_newer(in bit<32> offered, in bit<32> stored) {
     bit<32> ahead = offered - stored;
-    return ahead == 0 ? MP_STATUS_DUPLICATE
-        : (ahead < 0x80000000 ? MP_STATUS_OK : MP_STATUS_STALE);
+    return ahead != 0 && ahead < 0x80000000;
+}
+
+bit<8> mp_generation_status(in bit<32> offered, in bit<32> stored) {
+    return offered == stored ? MP_STATUS_DUPLICATE
+        : (generation_is_newer(offered, stored) ? MP_STATUS_OK : MP_STATUS_STALE);
 }
 
 /* Validate kind and slot before any register is indexed. */

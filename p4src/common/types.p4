@@ -10,7 +10,8 @@ typedef bit<16> port_num_t;
 typedef bit<32> port_bitmap_t; /* bit (port - 1) set for each port in the set */
 
 /* A barrier cell packs {epoch, generation} as a 32-bit tag over a 32-bit arrival bitmap, so one
- * read-modify-write updates both; on Tofino the two halves map to one register pair. */
+ * read-modify-write updates both; on Tofino the two halves are the two 32-bit halves of one
+ * dual-width register cell (p4src/tna/state.p4), updated by one RegisterAction. */
 typedef bit<64> barrier_cell_t;
 
 #endif /* NETCOLL_TYPES_P4 */

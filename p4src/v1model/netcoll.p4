@@ -22,10 +22,6 @@ port_bitmap_t port_bit(in port_num_t port) {
     return port >= 1 && port < NETCOLL_MAX_PORTS ? 32w1 << (bit<8>) (port - 1) : 32w0;
 }
 
-bit<32> port_counter_index(in port_num_t port, in bit<8> column) {
-    return (bit<32>) port * NETCOLL_COUNTER_COLUMNS + (bit<32>) column;
-}
-
 parser V1Parser(packet_in pkt, out headers_t hdr, inout coll_meta_t meta,
                 inout standard_metadata_t sm) {
     CollParser() coll_parser;

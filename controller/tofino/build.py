@@ -1,0 +1,391 @@
+"""``make build-tna``: check the Tofino program (p4src/tna/netcoll.p4) against Tofino.
+
+Which check runs depends on what is installed, and the output says which one ran:
+
+1. A Tofino compiler (``bf-p4c`` from Intel's SDE, or p4c 1.2.5+ built with its Tofino backend,
+   whose driver is ``p4c`` once ``p4c-barefoot`` is installed): the program is compiled for
+   Tofino 1 (``--arch tna``) and Tofino 2 (``--arch t2na``) into ``OUT/<target>/``, and the
+   resource use is reported from the compiler's ``resources.json`` and ``metrics.json``.
+2. Otherwise ``p4test`` type-checks it with ``-D__TARGET_TOFINO__=1`` against ``tna.p4`` and
+   ``=2`` against ``t2na.p4``, the architecture files of p4c's Tofino backend. That proves the
+   program is well typed against Tofino's externs and intrinsic metadata, not that it fits the
+   hardware (stages, the one-access-per-register rule): docs/porting-to-tofino.md reviews those.
+3. Without either, the check is skipped with a message naming the variable to set (exit 0;
+   ``--require`` turns the skip into a failure).
+
+The architecture files come from ``--include-dir`` / ``$TNA_INCLUDE_DIR``, else from the
+``share/p4c/p4include`` of an installed Tofino-capable p4c. They are never copied into this
+repository. Exit status: 0 passed or skipped, 1 a check failed, 2 bad configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_PROGRAM = REPO / "p4src" / "tna" / "netcoll.p4"
+INCLUDE_DIR_VARIABLE = "TNA_INCLUDE_DIR"
+COMPILER_VARIABLE = "TNA_P4C"
+# Tofino compilers in the order they are looked for; p4c-barefoot is the open-source backend,
+# reached through the p4c driver.
+TOFINO_COMPILERS = ("bf-p4c", "p4c-tofino")
+OPEN_SOURCE_BACKEND = "p4c-barefoot"
+ARCH_FILES = ("tna.p4", "t2na.p4")
+# Where p4c installs its include files when no tool points elsewhere.
+STANDARD_INCLUDE_DIRS = (Path("/usr/local/share/p4c/p4include"), Path("/usr/share/p4c/p4include"))
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+
+Which = Callable[[str], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str  # p4c --target
+    arch: str  # p4c --arch
+    define: int  # __TARGET_TOFINO__
+    arch_file: str  # what the program includes for this target
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.arch_file}, __TARGET_TOFINO__={self.define})"
+
+
+TARGETS = (
+    Target("tofino", "tna", 1, "tna.p4"),
+    Target("tofino2", "t2na", 2, "t2na.p4"),
+)
+
+
+class ConfigError(Exception):
+    """The user asked for something that cannot work (a wrong include dir, a missing tool)."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    target: Target
+    ok: bool
+    command: list[str]
+    diagnostics: str = ""
+    warnings: int = 0  # warnings about the program (not about the architecture files)
+    resources: dict[str, Any] = field(default_factory=dict)
+
+
+def has_arch_files(directory: Path) -> bool:
+    return all((directory / name).is_file() for name in ARCH_FILES)
+
+
+def installed_include_dirs(tools: Iterable[str | None], which: Which = shutil.which) -> list[Path]:
+    """``<prefix>/share/p4c/p4include`` of each installed tool, then the usual prefixes."""
+    candidates: list[Path] = []
+    for tool in tools:
+        found = which(tool) if tool else None
+        if found:
+            prefix = Path(found).resolve().parent.parent
+            candidates.append(prefix / "share" / "p4c" / "p4include")
+    candidates += STANDARD_INCLUDE_DIRS
+    unique: list[Path] = []
+    for path in candidates:
+        if path not in unique:
+            unique.append(path)
+    return unique
+
+
+def find_include_dir(
+    explicit: str | None, tools: Iterable[str | None], which: Which = shutil.which
+) -> Path | None:
+    """The directory holding tna.p4 and t2na.p4: the variable if set, else an installed one.
+
+    A variable that is set but names no such directory is a ConfigError, not a skip: the user
+    asked for that directory."""
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not has_arch_files(path):
+            raise ConfigError(
+                f"{INCLUDE_DIR_VARIABLE}={explicit} does not contain {' and '.join(ARCH_FILES)}; "
+                "point it at p4c's backends/tofino/bf-p4c/p4include (p4c 1.2.5 or later)"
+            )
+        return path
+    for path in installed_include_dirs(tools, which):
+        if has_arch_files(path):
+            return path
+    return None
+
+
+def find_tofino_compiler(explicit: str | None, which: Which = shutil.which) -> list[str] | None:
+    """The command that compiles for Tofino: ``bf-p4c``, or ``p4c`` when p4c-barefoot exists."""
+    if explicit:
+        found = which(explicit)
+        if found is None:
+            raise ConfigError(f"{COMPILER_VARIABLE}={explicit} is not an executable on PATH")
+        return [found]
+    for name in TOFINO_COMPILERS:
+        found = which(name)
+        if found:
+            return [found]
+    driver = which("p4c")
+    if which(OPEN_SOURCE_BACKEND) and driver:
+        return [driver]
+    return None
+
+
+def tool_version(command: Sequence[str]) -> str:
+    try:
+        result = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as exc:
+        return f"unknown ({exc})"
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    # p4c tools print their path first, then "Version 1.2.4.8 (SHA: ...)"
+    versions = [line.strip() for line in lines if "version" in line.lower()]
+    return versions[0] if versions else (lines[0].strip() if lines else "unknown")
+
+
+def own_warnings(diagnostics: str, include_dir: Path) -> int:
+    """Warnings that are not about the architecture files (a newer p4c may warn about those)."""
+    arch_root = include_dir.resolve()
+    count = 0
+    for line in diagnostics.splitlines():
+        if "warning" not in line:
+            continue
+        location = line.split("(", 1)[0].strip()
+        if location and not location.startswith("["):
+            path = Path(location).resolve()
+            if path == arch_root or arch_root in path.parents:
+                continue
+        count += 1
+    return count
+
+
+def typecheck(p4test: str, program: Path, include_dir: Path, target: Target) -> Outcome:
+    command = [
+        p4test,
+        "--std",
+        "p4-16",
+        f"-D__TARGET_TOFINO__={target.define}",
+        "-I",
+        str(include_dir),
+        str(program),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    diagnostics = (result.stdout + result.stderr).strip()
+    warnings = own_warnings(diagnostics, include_dir)
+    # The program must type-check without warnings of its own, like the v1model build.
+    return Outcome(target, result.returncode == 0 and warnings == 0, command, diagnostics, warnings)
+
+
+def compile_for(compiler: list[str], program: Path, out_dir: Path, target: Target) -> Outcome:
+    target_dir = out_dir / target.name
+    target_dir.mkdir(parents=True, exist_ok=True)
+    command = [
+        *compiler,
+        "--std",
+        "p4-16",
+        "--target",
+        target.name,
+        "--arch",
+        target.arch,
+        "-o",
+        str(target_dir),
+        "--bf-rt-schema",
+        str(target_dir / "bfrt.json"),
+        str(program),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    diagnostics = (result.stdout + result.stderr).strip()
+    outcome = Outcome(target, result.returncode == 0, command, diagnostics)
+    if outcome.ok:
+        outcome.resources = resource_summary(target_dir)
+    return outcome
+
+
+def _stage_is_used(stage: Any) -> bool:
+    """True when any resource list of a resources.json MAU stage has a usage."""
+    if isinstance(stage, dict):
+        if stage.get("usages"):
+            return True
+        return any(_stage_is_used(v) for k, v in stage.items() if k != "stage_number")
+    if isinstance(stage, list):
+        return any(_stage_is_used(v) for v in stage)
+    return False
+
+
+def resource_summary(target_dir: Path) -> dict[str, Any]:
+    """Stages and memories the compiler used, from its resources.json and metrics.json.
+
+    Written from the compiler's published schemas (compiler_interfaces/schemas); it has not
+    run against a real compile in this repository's CI, so it reports what it finds and
+    never fails the build."""
+    summary: dict[str, Any] = {}
+    for path in sorted(target_dir.rglob("resources.json")):
+        try:
+            mau = json.loads(path.read_text())["resources"]["mau"]
+            stages = mau.get("mau_stages", [])
+            summary["stages_available"] = mau.get("nStages")
+            summary["stages_used"] = sum(1 for stage in stages if _stage_is_used(stage))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            summary["resources_json_error"] = f"{path}: {exc}"
+        break
+    for path in sorted(target_dir.rglob("metrics.json")):
+        try:
+            mau = json.loads(path.read_text()).get("mau", {})
+            for key in ("srams", "tcams", "map_rams", "logical_tables"):
+                if key in mau:
+                    summary[key] = mau[key]
+        except (OSError, ValueError, AttributeError) as exc:
+            summary["metrics_json_error"] = f"{path}: {exc}"
+        break
+    log = next(iter(sorted(target_dir.rglob("mau.resources.log"))), None)
+    if log is not None:
+        summary["report"] = str(log)
+    return summary
+
+
+def report(outcomes: Sequence[Outcome], out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    for outcome in outcomes:
+        verdict = "ok" if outcome.ok else "FAILED"
+        print(f"build-tna:   {outcome.target.label}: {verdict}", file=out)
+        if outcome.diagnostics and (not outcome.ok or outcome.warnings):
+            print(outcome.diagnostics, file=out)
+        if outcome.warnings:
+            print(f"build-tna:   {outcome.warnings} warning(s) about the program", file=out)
+        for key, value in outcome.resources.items():
+            print(f"build-tna:     {key}: {value}", file=out)
+
+
+def write_record(out_dir: Path, record: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "check.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+def run(args: argparse.Namespace, which: Which = shutil.which) -> int:
+    program = Path(args.program)
+    if not program.is_file():
+        raise ConfigError(f"no TNA program at {program}")
+    out_dir = Path(args.out)
+    targets = [t for t in TARGETS if t.name in args.targets]
+    explicit_dir = args.include_dir or os.environ.get(INCLUDE_DIR_VARIABLE) or None
+    explicit_compiler = args.p4c or os.environ.get(COMPILER_VARIABLE) or None
+
+    compiler = find_tofino_compiler(explicit_compiler, which)
+    if compiler is not None:
+        version = tool_version(compiler)
+        print(
+            f"build-tna: compiling with the Tofino compiler {compiler[0]} ({version}) for "
+            f"{', '.join(t.name for t in targets)}; it uses its own architecture files"
+        )
+        outcomes = [compile_for(compiler, program, out_dir, t) for t in targets]
+        check = "tofino-compiler"
+        include_dir: Path | None = None
+    else:
+        p4test = which(args.p4test) if args.p4test else None
+        include_dir = find_include_dir(explicit_dir, [args.p4test, "p4c"], which)
+        if include_dir is None or p4test is None:
+            missing = (
+                f"no {' / '.join(ARCH_FILES)} found (set {INCLUDE_DIR_VARIABLE} to p4c's "
+                "backends/tofino/bf-p4c/p4include, or install p4c 1.2.5+ with its Tofino backend)"
+                if include_dir is None
+                else f"p4test ({args.p4test or 'P4TEST'}) is not installed"
+            )
+            print(
+                f"build-tna: SKIPPED: no Tofino compiler ({' / '.join(TOFINO_COMPILERS)} / "
+                f"p4c with {OPEN_SOURCE_BACKEND}) and {missing}"
+            )
+            write_record(out_dir, {"check": "skipped", "reason": missing})
+            return EXIT_CONFIG if args.require else EXIT_OK
+        version = tool_version([p4test])
+        print(
+            f"build-tna: no Tofino compiler found; type-checking with p4test ({version}) "
+            f"against the architecture files in {include_dir} for "
+            f"{', '.join(t.name for t in targets)} (types only: stages and the "
+            "one-access-per-register rule are reviewed in docs/porting-to-tofino.md)"
+        )
+        outcomes = [typecheck(p4test, program, include_dir, t) for t in targets]
+        check = "p4test"
+
+    report(outcomes)
+    write_record(
+        out_dir,
+        {
+            "check": check,
+            "tool_version": version,
+            "program": str(program),
+            "include_dir": str(include_dir) if include_dir else None,
+            "targets": [
+                {
+                    "target": o.target.name,
+                    "arch": o.target.arch,
+                    "ok": o.ok,
+                    "command": o.command,
+                    "warnings": o.warnings,
+                    "resources": o.resources,
+                }
+                for o in outcomes
+            ],
+        },
+    )
+    failed = [o.target.name for o in outcomes if not o.ok]
+    if failed:
+        print(f"build-tna: FAILED for {', '.join(failed)}")
+        return EXIT_FAILED
+    print(f"build-tna: passed ({check}) for {', '.join(o.target.name for o in outcomes)}")
+    return EXIT_OK
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m controller.tofino.build",
+        description="Compile (Tofino compiler) or type-check (p4test) the TNA program.",
+    )
+    parser.add_argument("--program", default=str(DEFAULT_PROGRAM), help="the TNA program")
+    parser.add_argument("--p4test", default="p4test", help="p4test to type-check with")
+    parser.add_argument(
+        "--p4c",
+        default="",
+        help=f"Tofino compiler (default ${COMPILER_VARIABLE}, else bf-p4c, p4c-tofino, "
+        f"or p4c when {OPEN_SOURCE_BACKEND} is installed)",
+    )
+    parser.add_argument(
+        "--include-dir",
+        default="",
+        help=f"directory with tna.p4 and t2na.p4 (default ${INCLUDE_DIR_VARIABLE}, else the "
+        "installed p4c's share/p4c/p4include)",
+    )
+    parser.add_argument("--out", default="build/tna", help="output directory")
+    parser.add_argument(
+        "--targets",
+        default=",".join(t.name for t in TARGETS),
+        type=lambda text: [name for name in text.split(",") if name],
+        help="comma-separated subset of tofino,tofino2",
+    )
+    parser.add_argument(
+        "--require", action="store_true", help="fail instead of skipping when no tool is found"
+    )
+    args = parser.parse_args(argv)
+    unknown = set(args.targets) - {t.name for t in TARGETS}
+    if unknown:
+        parser.error(f"unknown target(s) {', '.join(sorted(unknown))}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except ConfigError as exc:
+        print(f"build-tna: error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+/* netcoll for Tofino (TNA on Tofino 1, T2NA on Tofino 2).
+ *
+ * The thin TNA shim, the counterpart of p4src/v1model/netcoll.p4: it turns intrinsic and port
+ * metadata into coll_meta_t, runs the shared logic of common/ (NetcollIngress, with the state
+ * controls of tna/state.p4), and carries out the decision with Tofino's means:
+ *   unicast / reply   -> ig_tm_md.ucast_egress_port, dev port from table dev_port_map
+ *   multicast         -> ig_tm_md.mcast_grp_a (control-plane groups), ingress-port pruning by
+ *                        the traffic manager: rid = NETCOLL_REPLICA_RID, level-2 exclusion id =
+ *                        the logical ingress port, $pre.prune[p] = {dev port of p}
+ *   drop              -> ig_dprsr_md.drop_ctl
+ *   state elsewhere   -> steered to the state pipe's recirculation port (netcoll_steer_h)
+ *   root completion   -> resubmitted once (netcoll_resubmit_h) to advance the released epoch
+ * Egress gets what it needs in netcoll_bridge_h and applies the shared replica rules.
+ * Build and checks: make build-tna; design: docs/porting-to-tofino.md.
+ */
+#include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
+#include <tna.p4>
+#endif
+
+#include "../common/constants.p4"
+#include "../common/headers.p4"
+#include "../common/parser.p4"
+#include "../common/deparser.p4"
+#include "../common/forwarding.p4"
+#include "../common/egress.p4"
+#include "headers.p4"
+#include "state.p4"
+#include "../common/ingress.p4"
+
+parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_meta_t md,
+                        out ingress_intrinsic_metadata_t ig_intr_md) {
+    CollParser() coll_parser;
+
+    state start {
+        md = { ... }; /* all zero, as the shared logic (written for v1model) expects */
+        pkt.extract(ig_intr_md);
+        /* the bytes after the intrinsic metadata are port metadata, or resubmit data */
+        transition select(ig_intr_md.resubmit_flag) {
+            1: parse_resubmit;
+            default: parse_port_metadata;
+        }
+    }
+
+    state parse_port_metadata {
+        md.port = port_metadata_unpack<netcoll_port_md_h>(pkt);
+#if __TARGET_TOFINO__ != 1
+        pkt.advance(PORT_METADATA_SIZE - 64);
+#endif
+        transition select(md.port.flags) {
+            PORT_FLAG_STEER_ENTRY &&& PORT_FLAG_STEER_ENTRY: parse_steer;
+            default: parse_frame;
+        }
+    }
+
+    state parse_resubmit {
+        pkt.extract(md.resubmit);
+#if __TARGET_TOFINO__ != 1
+        pkt.advance(64); /* Tofino 2 pads resubmit data to the 192-bit port metadata size */
+#endif
+        transition select(md.resubmit.flags) {
+            RESUBMIT_FLAG_STEERED &&& RESUBMIT_FLAG_STEERED: parse_steer;
+            default: parse_frame;
+        }
+    }
+
+    /* Only ports the control plane flagged STEER_ENTRY (the state pipe's recirculation port)
+     * parse a steer header, so no host can claim another ingress port. */
+    state parse_steer {
+        pkt.extract(hdr.steer);
+        transition parse_frame;
+    }
+
+    state parse_frame {
+        coll_parser.apply(pkt, hdr.net);
+        transition accept;
+    }
+}
+
+control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
+                   in ingress_intrinsic_metadata_t ig_intr_md,
+                   in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                   inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                   inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    Counter<bit<32>, bit<32>>(NETCOLL_PORT_COUNTERS, CounterType_t.PACKETS_AND_BYTES) rx_port_op;
+    Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
+        drop_reasons;
+    NetcollIngress() netcoll;
+
+    action to_dev_port(PortId_t dev_port) {
+        ig_tm_md.ucast_egress_port = dev_port;
+    }
+
+    /* A logical port the control plane has not mapped: treat as having no route. */
+    action no_dev_port() {
+        md.coll.out_kind = OUT_DROP;
+        md.coll.drop_reason = DROP_NO_ROUTE;
+    }
+
+    /* Logical port -> dev port, for unicasts and replies (ports are data, not code). */
+    table dev_port_map {
+        key = { md.out_logical_port : exact @name("port"); }
+        actions = { to_dev_port; no_dev_port; }
+        default_action = no_dev_port();
+        size = NETCOLL_MAX_PORTS;
+    }
+
+    apply {
+        /* Where the packet entered the switch, in logical port numbers: a steered packet says
+         * so in its steer header, a resubmitted one in its resubmit data, any other packet's
+         * port metadata says it. */
+        bool steered = hdr.steer.isValid();
+        bool resubmitted = ig_intr_md.resubmit_flag == 1;
+        if (steered) {
+            md.coll.in_port = hdr.steer.in_port;
+            md.coll.in_port_bit = hdr.steer.in_port_bit;
+        } else if (resubmitted) {
+            md.coll.in_port = (port_num_t) md.resubmit.in_port;
+            md.coll.in_port_bit = md.resubmit.in_port_bit;
+        } else {
+            md.coll.in_port = (port_num_t) md.port.logical_port;
+            md.coll.in_port_bit = md.port.port_bit;
+        }
+        md.coll.frame_len = 0; /* TNA ingress has no packet length: the check is skipped */
+        md.coll.parse_error = ig_prsr_md.parser_err == 0 ? 1w0 : 1w1;
+        /* Steered and resubmitted passes run in the state pipe by construction. */
+        md.coll.arch_state_elsewhere = !steered && !resubmitted
+            && (md.port.flags & PORT_FLAG_STATE_PIPE) == 0 ? 1w1 : 1w0;
+        md.coll.arch_commit_pass = resubmitted ? 1w1 : 1w0;
+        md.coll.arch_commit_generation = md.resubmit.commit_generation;
+
+        netcoll.apply(hdr.net, md.coll);
+
+        hdr.steer.setInvalid(); /* never leaves the switch */
+        if (md.coll.state_op == STATE_NEXT_PASS) {
+            /* Counted by the pass that decides, so every packet is counted once. */
+            if (md.coll.arch_state_elsewhere == 1) {
+                hdr.bridge.setValid();
+                hdr.bridge.kind = BRIDGE_STEER;
+                hdr.bridge.flags = 0;
+                hdr.bridge.in_port = md.coll.in_port;
+                hdr.bridge.in_port_bit = md.coll.in_port_bit;
+                hdr.bridge.mcast_children = 0;
+                ig_tm_md.ucast_egress_port = (PortId_t) md.port.steer_port;
+            } else {
+                md.resubmit.setValid();
+                md.resubmit.flags = steered ? RESUBMIT_FLAG_STEERED : 8w0;
+                md.resubmit.in_port = (bit<8>) md.coll.in_port;
+                md.resubmit.commit_generation = md.coll.arch_commit_generation;
+                md.resubmit.in_port_bit = md.coll.in_port_bit;
+#if __TARGET_TOFINO__ != 1
+                md.resubmit.tofino2_pad = 0;
+#endif
+                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_COMMIT;
+            }
+        } else {
+            if (md.coll.out_kind == OUT_UNICAST || md.coll.out_kind == OUT_REPLY) {
+                md.out_logical_port = md.coll.out_kind == OUT_REPLY
+                    ? md.coll.in_port : md.coll.out_port;
+                dev_port_map.apply();
+            }
+            if (md.coll.in_port_bit != 0) {
+                rx_port_op.count(port_counter_index(md.coll.in_port, md.coll.counter_column));
+            }
+            if (md.coll.drop_reason != DROP_NONE) {
+                drop_reasons.count((bit<32>) md.coll.drop_reason);
+            }
+            if (md.coll.out_kind == OUT_DROP) {
+                ig_dprsr_md.drop_ctl = 1;
+            } else {
+                hdr.bridge.setValid();
+                hdr.bridge.kind = BRIDGE_FORWARD;
+                hdr.bridge.flags = 0;
+                hdr.bridge.in_port = md.coll.in_port;
+                hdr.bridge.in_port_bit = md.coll.in_port_bit;
+                hdr.bridge.mcast_children = md.coll.mcast_children;
+                if (md.coll.out_kind == OUT_MCAST) {
+                    hdr.bridge.kind = BRIDGE_REPLICA;
+                    if (md.coll.filter_children == 1) {
+                        hdr.bridge.flags = hdr.bridge.flags | BRIDGE_FLAG_FILTER_CHILDREN;
+                    }
+                    ig_tm_md.mcast_grp_a = md.coll.mcast_grp;
+                    ig_tm_md.rid = NETCOLL_REPLICA_RID;
+                    ig_tm_md.level2_exclusion_id = L2_XID_NONE;
+                    if (md.coll.prune_ingress == 1) {
+                        /* the traffic manager drops the copy for the ingress port */
+                        hdr.bridge.flags = hdr.bridge.flags | BRIDGE_FLAG_PRUNE_INGRESS;
+                        ig_tm_md.level2_exclusion_id = (bit<9>) md.coll.in_port;
+                    }
+                }
+            }
+        }
+    }
+}
+
+control TnaIngressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_ingress_meta_t md,
+                           in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Resubmit(RESUBMIT_TYPE_COMMIT) resubmit;
+    CollDeparser() coll_deparser;
+
+    apply {
+        if (ig_dprsr_md.resubmit_type == RESUBMIT_TYPE_COMMIT) {
+            resubmit.emit(md.resubmit);
+        }
+        pkt.emit(hdr.bridge);
+        coll_deparser.apply(pkt, hdr.net);
+    }
+}
+
+parser TnaEgressParser(packet_in pkt, out tna_headers_t hdr, out tna_egress_meta_t md,
+                       out egress_intrinsic_metadata_t eg_intr_md) {
+    CollParser() coll_parser;
+
+    state start {
+        md = { ... };
+        pkt.extract(eg_intr_md);
+        pkt.extract(hdr.bridge);
+        coll_parser.apply(pkt, hdr.net);
+        transition accept;
+    }
+}
+
+control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
+                  in egress_intrinsic_metadata_t eg_intr_md,
+                  in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                  inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                  inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    Counter<bit<32>, bit<32>>(NETCOLL_PORT_COUNTERS, CounterType_t.PACKETS_AND_BYTES) tx_port_op;
+    Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
+        egress_drop_reasons;
+
+    action set_logical_port(port_num_t port, port_bitmap_t port_bit) {
+        md.egress_port = port;
+        md.egress_port_bit = port_bit;
+    }
+
+    action not_a_netcoll_port() {
+        md.egress_port = 0;
+        md.egress_port_bit = 0;
+    }
+
+    /* Dev port -> logical port and its one-hot child bit (Tofino has no variable shift). */
+    table egress_port_map {
+        key = { eg_intr_md.egress_port : exact @name("dev_port"); }
+        actions = { set_logical_port; not_a_netcoll_port; }
+        default_action = not_a_netcoll_port();
+        size = NETCOLL_MAX_PORTS;
+    }
+
+    apply {
+        egress_port_map.apply();
+        if (hdr.bridge.kind == BRIDGE_STEER) {
+            hdr.steer.setValid();
+            hdr.steer.in_port = hdr.bridge.in_port;
+            hdr.steer.in_port_bit = hdr.bridge.in_port_bit;
+        } else {
+            bit<8> reason = DROP_NONE;
+            if (hdr.bridge.kind == BRIDGE_REPLICA) {
+                md.coll.in_port = hdr.bridge.in_port;
+                md.coll.mcast_children = hdr.bridge.mcast_children;
+                md.coll.filter_children =
+                    (hdr.bridge.flags & BRIDGE_FLAG_FILTER_CHILDREN) == 0 ? 1w0 : 1w1;
+                md.coll.prune_ingress =
+                    (hdr.bridge.flags & BRIDGE_FLAG_PRUNE_INGRESS) == 0 ? 1w0 : 1w1;
+                reason = replica_drop_reason(md.coll, md.egress_port, md.egress_port_bit);
+            }
+            if (reason != DROP_NONE) {
+                egress_drop_reasons.count((bit<32>) reason);
+                eg_dprsr_md.drop_ctl = 1;
+            } else if (md.egress_port_bit != 0) {
+                tx_port_op.count(port_counter_index(md.egress_port, counter_column(hdr.net)));
+            }
+        }
+        hdr.bridge.setInvalid();
+    }
+}
+
+control TnaEgressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_egress_meta_t md,
+                          in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    CollDeparser() coll_deparser;
+
+    apply {
+        pkt.emit(hdr.steer);
+        coll_deparser.apply(pkt, hdr.net);
+    }
+}
+
+Pipeline(TnaIngressParser(), TnaIngress(), TnaIngressDeparser(), TnaEgressParser(), TnaEgress(),
+         TnaEgressDeparser()) pipe;
+
+Switch(pipe) main;

@@ -1,0 +1,232 @@
+"""make build-tna: how the check finds its tools, that the TNA program type-checks for Tofino 1
+and 2, that a type error in the TNA shim fails the build, and that the porting doc's review
+table covers every RegisterAction.
+
+Tests that need the architecture files and p4test skip with one line where they are missing:
+set TNA_INCLUDE_DIR to p4c's backends/tofino/bf-p4c/p4include (p4c 1.2.5 or later).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.tofino import build
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
+STATE_P4 = REPO / "p4src" / "tna" / "state.p4"
+PORTING_DOC = REPO / "docs" / "porting-to-tofino.md"
+
+
+def _tools() -> tuple[str | None, Path | None, str | None]:
+    """p4test, the include dir, and why the tool tests must skip (None: they can run)."""
+    p4test = shutil.which(os.environ.get("P4TEST", "p4test"))
+    try:
+        include_dir = build.find_include_dir(
+            os.environ.get(build.INCLUDE_DIR_VARIABLE), ["p4test", "p4c"]
+        )
+    except build.ConfigError as exc:
+        return p4test, None, str(exc)
+    if include_dir is None:
+        return p4test, None, f"no tna.p4/t2na.p4 (set {build.INCLUDE_DIR_VARIABLE})"
+    if p4test is None:
+        return None, include_dir, "p4test is not installed"
+    return p4test, include_dir, None
+
+
+P4TEST, INCLUDE_DIR, SKIP_REASON = _tools()
+needs_tools = pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")
+
+
+def _arch_dir(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name in build.ARCH_FILES:
+        (root / name).write_text("/* stand-in */\n")
+    return root
+
+
+def _which(found: dict[str, str]) -> build.Which:
+    return lambda name: found.get(name)
+
+
+# -- tool discovery ---------------------------------------------------------------------------
+
+
+def test_include_dir_from_the_variable(tmp_path: Path) -> None:
+    arch = _arch_dir(tmp_path / "p4include")
+    assert build.find_include_dir(str(arch), [], _which({})) == arch
+
+
+def test_variable_naming_a_dir_without_arch_files_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(build.ConfigError, match=build.INCLUDE_DIR_VARIABLE):
+        build.find_include_dir(str(tmp_path), [], _which({}))
+
+
+def test_include_dir_of_an_installed_p4c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(build, "STANDARD_INCLUDE_DIRS", ())
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    arch = _arch_dir(prefix / "share" / "p4c" / "p4include")
+    which = _which({"p4test": str(prefix / "bin" / "p4test")})
+    assert build.find_include_dir(None, ["p4test"], which) == arch
+    assert build.find_include_dir(None, ["p4c"], which) is None
+
+
+def test_tofino_compiler_discovery() -> None:
+    assert build.find_tofino_compiler(None, _which({"bf-p4c": "/sde/bf-p4c"})) == ["/sde/bf-p4c"]
+    open_source = _which({"p4c": "/usr/bin/p4c", "p4c-barefoot": "/usr/bin/p4c-barefoot"})
+    assert build.find_tofino_compiler(None, open_source) == ["/usr/bin/p4c"]
+    # p4c without its Tofino backend is not a Tofino compiler
+    assert build.find_tofino_compiler(None, _which({"p4c": "/usr/bin/p4c"})) is None
+    with pytest.raises(build.ConfigError, match=build.COMPILER_VARIABLE):
+        build.find_tofino_compiler("no-such-compiler", _which({}))
+
+
+def test_skips_naming_the_variable_when_nothing_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(build, "STANDARD_INCLUDE_DIRS", ())
+    monkeypatch.delenv(build.INCLUDE_DIR_VARIABLE, raising=False)
+    monkeypatch.delenv(build.COMPILER_VARIABLE, raising=False)
+    args = build.parse_args(["--out", str(tmp_path)])
+    assert build.run(args, _which({"p4test": "/usr/bin/p4test"})) == build.EXIT_OK
+    out = capsys.readouterr().out
+    assert "SKIPPED" in out and build.INCLUDE_DIR_VARIABLE in out
+    args = build.parse_args(["--out", str(tmp_path), "--require"])
+    assert build.run(args, _which({"p4test": "/usr/bin/p4test"})) == build.EXIT_CONFIG
+
+
+def test_a_tofino_compiler_compiles_both_targets_and_reports_resources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The compile path, with a stand-in compiler that writes what bf-p4c writes."""
+    log = tmp_path / "calls.txt"
+    fake = tmp_path / "bf-p4c"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then echo "bf-p4c 9.13.0"; exit 0; fi\n'
+        f'echo "$@" >> {log}\n'
+        'while [ "$1" != -o ]; do shift; done; out="$2"\n'
+        'mkdir -p "$out/pipe/logs"\n'
+        'echo \'{"resources": {"mau": {"nStages": 12, "mau_stages": ['
+        '{"stage_number": 0, "srams": {"usages": [1]}}, {"stage_number": 1}]}}}\''
+        ' > "$out/pipe/resources.json"\n'
+        'echo \'{"mau": {"srams": 40, "tcams": 2, "logical_tables": 20}}\''
+        ' > "$out/pipe/logs/metrics.json"\n'
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    args = build.parse_args(["--out", str(tmp_path / "out")])
+    assert build.run(args, _which({"bf-p4c": str(fake)})) == build.EXIT_OK
+    calls = log.read_text().splitlines()
+    assert ["--target tofino --arch tna" in c for c in calls] == [True, False]
+    assert "--target tofino2 --arch t2na" in calls[1]
+    out = capsys.readouterr().out
+    assert "Tofino compiler" in out and "bf-p4c 9.13.0" in out
+    assert "stages_used: 1" in out and "stages_available: 12" in out and "srams: 40" in out
+
+
+# -- the real program -----------------------------------------------------------------------
+
+
+@needs_tools
+def test_tna_program_typechecks_for_tofino_1_and_2(tmp_path: Path) -> None:
+    assert P4TEST is not None and INCLUDE_DIR is not None
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "controller.tofino.build",
+            "--p4test",
+            P4TEST,
+            "--include-dir",
+            str(INCLUDE_DIR),
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    if "Tofino compiler" not in result.stdout:
+        assert "type-checking with p4test" in result.stdout
+        assert "tofino (tna.p4, __TARGET_TOFINO__=1): ok" in result.stdout
+        assert "tofino2 (t2na.p4, __TARGET_TOFINO__=2): ok" in result.stdout
+
+
+TYPE_ERRORS = {
+    # intrinsic metadata: drop_ctl is bit<3>, not bool
+    "drop_ctl": ("netcoll.p4", "ig_dprsr_md.drop_ctl = 1;", "ig_dprsr_md.drop_ctl = true;"),
+    # a RegisterAction whose apply() does not match its declared return type
+    "register_action": (
+        "state.p4",
+        "void apply(inout barrier_cell_halves_t cell, out port_bitmap_t arrived) {\n"
+        "            cell.arrivals",
+        "void apply(inout barrier_cell_halves_t cell, out bit<16> arrived) {\n"
+        "            cell.arrivals",
+    ),
+}
+
+
+@needs_tools
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("mutation", sorted(TYPE_ERRORS))
+def test_type_error_in_the_tna_shim_fails_make_build_tna(tmp_path: Path, mutation: str) -> None:
+    file_name, correct, broken = TYPE_ERRORS[mutation]
+    shutil.copytree(REPO / "p4src", tmp_path / "p4src")
+    target = tmp_path / "p4src" / "tna" / file_name
+    text = target.read_text()
+    assert correct in text, f"{file_name} changed: update this test's mutation"
+    target.write_text(text.replace(correct, broken, 1))
+    result = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "build-tna",
+            f"TNA_PROGRAM={tmp_path / 'p4src' / 'tna' / 'netcoll.p4'}",
+            f"BUILD_DIR={tmp_path / 'build'}",
+            f"TNA_INCLUDE_DIR={INCLUDE_DIR}",
+            f"P4TEST={P4TEST}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "FAILED" in output and "error" in output
+
+
+# -- the one-access-per-register review -----------------------------------------------------
+
+
+def _register_actions() -> set[tuple[str, str]]:
+    """(register, RegisterAction) pairs declared in p4src/tna/state.p4."""
+    text = STATE_P4.read_text()
+    pairs = re.findall(r"RegisterAction<.*?>\((\w+)\)\s*(\w+)\s*=", text)
+    return set(pairs)
+
+
+def test_every_register_action_is_executed() -> None:
+    text = STATE_P4.read_text()
+    executed = set(re.findall(r"(\w+)\.execute\(", text))
+    declared = {name for _, name in _register_actions()}
+    assert declared, "no RegisterAction found: has state.p4 moved?"
+    assert declared == executed
+
+
+def test_review_table_lists_every_register_action() -> None:
+    rows = re.findall(r"^\| `(\w+)` \| `(\w+)` \|", PORTING_DOC.read_text(), re.MULTILINE)
+    assert set(rows) == _register_actions()

@@ -349,7 +349,9 @@ class CollCtx:
     async def wait(
         self, fut: Awaitable[T], what: str, *, progress: Callable[[], int] | None = None
     ) -> T:
-        """Await ``fut``; fail if nothing progresses for progress_timeout, or past op_timeout."""
+        """Await ``fut``, bounded. A receive (``progress`` counts what arrived) fails when nothing
+        arrives for progress_timeout; sends and multicasts are failed by the engine when their
+        peers stop acknowledging (peer_timeout); anything fails past op_timeout."""
         opts = self.comm.options
         loop = self.engine.loop
         task = asyncio.ensure_future(fut)
@@ -372,7 +374,7 @@ class CollCtx:
             current = progress() if progress else last
             if current != last:
                 last, last_change = current, now
-            elif now - last_change > opts.progress_timeout:
+            elif progress is not None and now - last_change > opts.progress_timeout:
                 task.cancel()
                 raise self.error(f"{what}: nothing arrived for {now - last_change:.1f} s")
 

@@ -128,8 +128,11 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         /* Steered and resubmitted passes run in the state pipe by construction. */
         md.coll.arch_state_elsewhere = !steered && !resubmitted
             && (md.port.flags & PORT_FLAG_STATE_PIPE) == 0 ? 1w1 : 1w0;
-        md.coll.arch_commit_pass = resubmitted ? 1w1 : 1w0;
-        md.coll.arch_commit_generation = md.resubmit.commit_generation;
+        if (resubmitted) {
+            /* the second pass of a root's barrier completion (tna/state.p4, BarrierState) */
+            md.coll.arch_commit_pass = 1;
+            md.coll.arch_commit_generation = md.resubmit.commit_generation;
+        }
 
         netcoll.apply(hdr.net, md.coll);
 

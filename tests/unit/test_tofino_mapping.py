@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from finsy import P4TableAction
 
 from controller.desired_state import Communicator, Membership, desired_state
 from controller.drivers import p4runtime
@@ -136,7 +137,7 @@ def test_tables_hold_what_p4runtime_writes_on_v1model(
     assert p4rt
     for entry in p4rt:
         match = tuple(sorted(dict(entry.match or {}).items()))
-        assert entry.action is not None
+        assert isinstance(entry.action, P4TableAction)
         key = (entry.table_id, match, entry.action.name)
         assert bfrt_rows.get(key) == dict(entry.action.args), key
 
@@ -374,9 +375,9 @@ def test_push_writes_entries_in_order_through_bfrt_grpc(entries: list[BfrtEntry]
     assert node[0] == "add" and node[2] == ("target", {"device_id": 3, "pipe_id": bfrt.ALL_PIPES})
     data = dict(node[4][0][1])
     assert data["$MULTICAST_RID"] == bfrt.NETCOLL_REPLICA_RID
-    assert data["$DEV_PORT"] == {
-        "int_arr_val": list(by_table(entries, bfrt.PRE_NODE)[0].data["$DEV_PORT"])
-    }
+    first_node_ports = by_table(entries, bfrt.PRE_NODE)[0].data["$DEV_PORT"]
+    assert isinstance(first_node_ports, tuple)
+    assert data["$DEV_PORT"] == {"int_arr_val": list(first_node_ports)}
     mgid = next(c for c in info.calls if c[1] == bfrt.PRE_MGID)
     assert dict(mgid[4][0][1])["$MULTICAST_NODE_L1_XID_VALID"] == {"bool_arr_val": [False]}
     route = next(c for c in info.calls if c[1] == bfrt.table(bfrt.NODE_ROUTE))

@@ -1,0 +1,69 @@
+"""Every collective with every algorithm on a running dragonfly, data checked at every rank.
+
+Sizes: bcast 1 B, 16 KiB and 1 MiB; scatter and allgather blocks of 1 B, 1 KiB and 16 KiB;
+on the full communicator, then on a random subset with a random root (seeded, printed); and
+a persistent broadcast started 100 times with the buffer changed between starts.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from host_agents import algorithms
+from host_agents.report import format_table
+from host_agents.workload import Test, Workload
+
+SIZES = {
+    "bcast": (1, 16384, 1 << 20),
+    "scatter": (1, 1024, 16384),
+    "allgather": (1, 1024, 16384),
+    "barrier": (0,),
+}
+CASES = [(kind, name) for kind, table in algorithms.REGISTRY.items() for name in table]
+
+
+def run(network, members: tuple[int, ...], tests: list[Test], seed: int, timeout: float = 1200):  # type: ignore[no-untyped-def]
+    comm_id, install = network.create_comm(members)
+    result = network.launcher().launch(
+        Workload(comm_id, members, tests, seed=seed), timeout=timeout
+    )
+    print(f"communicator {comm_id} ({len(members)} ranks) installed in {install * 1e3:.1f} ms")
+    print(format_table(result.rows))
+    assert not result.errors, result.errors[:5]
+    assert result.wrong == 0, f"{result.wrong} iterations delivered wrong data"
+    assert {row.ranks for row in result.rows} == {len(members)}, "a rank reported no result"
+    assert len(result.rows) == sum(len(t.sizes) for t in tests)
+    return result
+
+
+@pytest.mark.parametrize(("collective", "algorithm"), CASES, ids=[f"{k}-{n}" for k, n in CASES])
+def test_full_communicator(network, collective: str, algorithm: str, test_seed: int) -> None:  # type: ignore[no-untyped-def]
+    members = tuple(h.node_id for h in network.topo.hosts)
+    root = len(members) // 3
+    test = Test(collective, algorithm, SIZES[collective], iterations=2, warmup=1, root=root)
+    run(network, members, [test], test_seed)
+
+
+@pytest.mark.parametrize("collective", list(algorithms.REGISTRY))
+def test_random_subset_and_root(
+    network, collective: str, test_rng: random.Random, test_seed: int
+) -> None:  # type: ignore[no-untyped-def]
+    hosts = [h.node_id for h in network.topo.hosts]
+    members = tuple(test_rng.sample(hosts, test_rng.randrange(3, len(hosts))))
+    root = test_rng.randrange(len(members))
+    print(f"subset of {len(members)} hosts {members}, root rank {root}")
+    tests = [
+        Test(collective, name, SIZES[collective][:2], iterations=1, warmup=0, root=root)
+        for name in algorithms.REGISTRY[collective]
+    ]
+    run(network, members, tests, test_seed)
+
+
+@pytest.mark.parametrize("algorithm", ["innet", "binomial"])
+def test_persistent_bcast_started_100_times(network, algorithm: str, test_seed: int) -> None:  # type: ignore[no-untyped-def]
+    members = tuple(h.node_id for h in network.topo.hosts)
+    test = Test("bcast", algorithm, (4096,), iterations=100, warmup=0, root=5, persistent=True)
+    result = run(network, members, [test], test_seed)
+    assert result.rows[0].iterations == 100

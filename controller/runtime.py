@@ -101,6 +101,23 @@ class ControlPlane:
         await asyncio.gather(*(s.wait_ready(timeout) for s in self.switches.values()))
         return time.perf_counter() - started
 
+    async def wait_reprogrammed(self, index: int, connections: int, timeout: float) -> None:
+        """Wait until switch ``index`` reconnected (more than ``connections`` sessions) and
+        its tables, groups and register slots are written again."""
+        switch = self.switches[index]
+        programmed = switch.next_programmed()  # before the check: no update can slip by
+        if switch.connections <= connections:
+            try:
+                await asyncio.wait_for(programmed, timeout)
+            except TimeoutError:
+                raise TimeoutError(
+                    f"switch {switch.endpoint.name} was not reprogrammed within {timeout:.0f} s"
+                ) from None
+        if switch.error is not None:
+            raise RuntimeError(
+                f"switch {switch.endpoint.name}: reprogramming failed: {switch.error}"
+            )
+
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self.switches.values()))
 
@@ -133,7 +150,9 @@ class ControlPlane:
                 peers = [s for s in trees.barrier_tree(self.topo, comm.members).nodes if s != index]
                 for peer in peers:
                     try:
-                        reply = await self.mp.read_barrier(self.topo.switch(peer).node_id, comm_id)
+                        reply = await self.mp.read_barrier(
+                            self.topo.switch(peer).node_id, comm_id, retries=3
+                        )
                     except Exception as exc:  # a peer down too: use what the others say
                         LOG.warning("reading barrier %d at switch %d: %s", comm_id, peer, exc)
                         continue
@@ -154,12 +173,30 @@ class ControlPlane:
             allocators=self.allocators,
         )
 
-    async def _apply(self) -> tuple[int, int]:
-        """Push the current desired state everywhere: (P4Runtime changes, mini packets)."""
+    async def _apply(self, timeout: float = 30.0) -> tuple[int, int]:
+        """Push the current desired state to every switch that is up: (P4Runtime changes,
+        mini packets). A switch that is down gets the whole state when it comes back."""
+        up = [i for i, s in self.switches.items() if s.connected]
+        for switch in self.switches.values():
+            if not switch.connected:
+                LOG.warning("%s is down: it gets the change when it comes back", switch.endpoint.name)
+        results = await asyncio.gather(*(self._apply_one(i, timeout) for i in up))
+        return sum(r[0] for r in results), sum(r[1] for r in results)
+
+    async def _apply_one(self, index: int, timeout: float) -> tuple[int, int]:
         assert self.mp is not None
-        reports = await asyncio.gather(*(s.sync() for s in self.switches.values()))
-        mps = await asyncio.gather(*(self.mp.push(self.states[i]) for i in self.switches))
-        return sum(r.changes for r in reports), sum(mps)
+        switch = self.switches[index]
+        try:
+            report = await asyncio.wait_for(switch.sync(), timeout)
+            pushed = await asyncio.wait_for(self.mp.push(self.states[index]), timeout)
+        except Exception as exc:  # the switch went down meanwhile: its reconnection repairs it
+            LOG.warning(
+                "%s: could not apply the change (%s); it will be redone on reconnection",
+                switch.endpoint.name,
+                exc,
+            )
+            return 0, 0
+        return report.changes, pushed
 
     def _next_comm_id(self) -> int:
         for comm_id in range(1, self.sizes.comm_slots):

@@ -424,22 +424,24 @@ class SwitchModel:
 
         if d.drop_reason != DropReason.NONE:
             return
+        me = self.state.node_id
         if verdict == "answer":
-            parsed.coll = coll.with_(op=Op.RELEASE)
+            parsed.coll = coll.with_(op=Op.RELEASE, src_node=me)
             d.out_kind = OUT_REPLY
         elif verdict == "advance":
+            parsed.coll = coll.with_(src_node=me)
             d.out_kind = OUT_MCAST
             d.mcast_children = child_mask
             d.filter_children = True
         elif not complete:
             d.drop_reason = DropReason.ABSORBED
         elif parent == 0:
-            parsed.coll = coll.with_(op=Op.RELEASE)
+            parsed.coll = coll.with_(op=Op.RELEASE, src_node=me)
             d.out_kind = OUT_MCAST
             d.mcast_children = child_mask
             d.filter_children = True
         else:
-            parsed.coll = coll.with_(src_node=self.state.node_id)
+            parsed.coll = coll.with_(src_node=me)
             d.out_kind = OUT_UNICAST
             d.out_port = parent
 

@@ -45,7 +45,7 @@ async def run_test(comm: Comm, test: Test, index: int, seed: int) -> list[dict[s
             init_s = persistent.init_seconds
         chosen = ""
         for iteration in range(test.warmup + test.iterations):
-            if test.collective != "barrier":
+            if test.sync and test.collective != "barrier":
                 await comm.barrier(algorithm=sync)  # ranks start each iteration together
             data = contribution(
                 test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank

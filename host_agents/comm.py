@@ -45,7 +45,10 @@ class CommService(Protocol):
 
 @dataclass(slots=True)
 class CommOptions:
-    progress_timeout: float = 15.0  # no progress from a peer for this long is an error
+    progress_timeout: float = 15.0  # a message that stops arriving for this long is an error
+    # before its first byte a message may legitimately wait for a whole store-and-forward
+    # chain of ancestors (a binomial leaf), so that wait is bounded separately
+    first_data_timeout: float = 120.0
     op_timeout: float = 600.0  # no collective runs longer than this
     check_interval: float = 0.5
 
@@ -349,9 +352,10 @@ class CollCtx:
     async def wait(
         self, fut: Awaitable[T], what: str, *, progress: Callable[[], int] | None = None
     ) -> T:
-        """Await ``fut``, bounded. A receive (``progress`` counts what arrived) fails when nothing
-        arrives for progress_timeout; sends and multicasts are failed by the engine when their
-        peers stop acknowledging (peer_timeout); anything fails past op_timeout."""
+        """Await ``fut``, bounded. A receive (``progress`` counts what arrived) fails when its
+        first segment has not come within first_data_timeout or it stops arriving for
+        progress_timeout; sends and multicasts are failed by the engine when their peers stop
+        acknowledging (peer_timeout); anything fails past op_timeout."""
         opts = self.comm.options
         loop = self.engine.loop
         task = asyncio.ensure_future(fut)
@@ -374,7 +378,9 @@ class CollCtx:
             current = progress() if progress else last
             if current != last:
                 last, last_change = current, now
-            elif progress is not None and now - last_change > opts.progress_timeout:
+            elif progress is not None and now - last_change > (
+                opts.progress_timeout if current else opts.first_data_timeout
+            ):
                 task.cancel()
                 raise self.error(f"{what}: nothing arrived for {now - last_change:.1f} s")
 

@@ -336,6 +336,7 @@ class Engine:
         )
         self._newest_epoch: dict[int, int] = {}
         self._released: dict[int, int] = {}  # comm -> newest released barrier epoch
+        self._arrived: dict[int, int] = {}  # comm -> newest barrier epoch this rank entered
         self._barrier_waiters: dict[int, list[tuple[int, asyncio.Future[None]]]] = {}
         self._log_budget: collections.Counter[str] = collections.Counter()
         self._pings: dict[tuple[int, int], tuple[float, asyncio.Future[float]]] = {}
@@ -354,6 +355,7 @@ class Engine:
     def forget_comm(self, comm: int) -> None:
         self.directory.comms.pop(comm, None)
         self._released.pop(comm, None)
+        self._arrived.pop(comm, None)
         self._newest_epoch.pop(comm, None)
 
     def note_epoch(self, comm: int, epoch: int) -> None:
@@ -1127,6 +1129,8 @@ class Engine:
             return
         waiter: asyncio.Future[None] = self.loop.create_future()
         self._barrier_waiters.setdefault(comm, []).append((epoch, waiter))
+        if wire.serial_lt(self._arrived.get(comm, released), epoch):
+            self._arrived[comm] = epoch
         hdr = wire.Header(op=Op.ARRIVE, comm_id=comm, epoch=epoch, src_node=self.node)
         delay = self.cfg.barrier_rto
         deadline = self.loop.time() + timeout
@@ -1160,6 +1164,10 @@ class Engine:
         released = self._released.get(comm)
         if released is None:
             self._drop("RELEASE for an unknown communicator", hdr)
+            return
+        if wire.serial_lt(self._arrived.get(comm, released), epoch):
+            # nothing releases an epoch this rank has not entered: a forged or corrupt frame
+            self._drop("RELEASE for a barrier epoch this rank has not entered", hdr)
             return
         if wire.serial_lt(released, epoch):
             self._released[comm] = epoch

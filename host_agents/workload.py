@@ -26,6 +26,7 @@ class Test:
     warmup: int = 1
     root: int = 0
     persistent: bool = False
+    sync: bool = True  # a barrier before each iteration (OSU style); False: back to back
 
     def __post_init__(self) -> None:
         if self.collective not in COLLECTIVES:

@@ -13,14 +13,17 @@ responsive; :meth:`NetcollNetwork.call` runs a coroutine there and waits, bounde
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +38,7 @@ from controller.service import CommService
 from host_agents.launcher import Launcher
 from host_agents.port import RawSocketPort
 from host_agents.service_client import ServiceClient
+from mininet_topos.linkemu import EmulatorClient, Impairment
 from mininet_topos.nodes import Bmv2Switch, RecordedHost, RecordedLink
 from mininet_topos.runstate import RunRegistry, stop_run
 from mininet_topos.topos import NetcollTopo
@@ -60,6 +64,9 @@ class NetworkOptions:
     membership: str = "p4runtime"
     ready_timeout: float = 60.0
     queue_depth: int = 1024  # BMv2 egress queue, packets (its default of 64 drops bursts)
+    emulate_links: bool = False  # route host and switch links through the seeded emulator
+    faults: Impairment | None = None  # impairment of every emulated link at start
+    fault_seed: int = 1
     grpc_base: int = 50100
     thrift_base: int = 19100
 
@@ -125,6 +132,8 @@ class NetcollNetwork:
         self.control: ControlPlane | None = None
         self.service: CommService | None = None
         self.loop: LoopThread | None = None
+        self.emulated: list[Any] = []
+        self.emulator: subprocess.Popen[bytes] | None = None
         self.report = BringUp(switches=self.topo.num_switches, hosts=self.topo.num_hosts)
 
     @property
@@ -162,8 +171,10 @@ class NetcollNetwork:
         Bmv2Switch.log_level = opts.log_level
         Bmv2Switch.pcap_dir = opts.log_dir if opts.pcap else None
 
+        mininet_topo = NetcollTopo(net=self.topo, relay=opts.emulate_links)
+        self.emulated = mininet_topo.emulated
         self.mininet = Mininet(
-            topo=NetcollTopo(net=self.topo),
+            topo=mininet_topo,
             switch=Bmv2Switch,
             host=RecordedHost,
             link=RecordedLink,
@@ -173,6 +184,8 @@ class NetcollNetwork:
         )
         self.mininet.build()
         self._configure_hosts()
+        if opts.emulate_links:
+            self._start_emulator()
         self.report.mininet_s = time.perf_counter() - started
 
         phase = time.perf_counter()
@@ -211,6 +224,77 @@ class NetcollNetwork:
         self.report.programming_s = time.perf_counter() - phase
         self.report.total_s = time.perf_counter() - started
         return self.report
+
+    # -- faults ------------------------------------------------------------------------------
+
+    @property
+    def emulator_socket(self) -> Path:
+        return self.options.run_dir / "linkemu.sock"
+
+    def _start_emulator(self) -> None:
+        """The seeded link emulator between the two ends of every emulated link."""
+        assert self.registry is not None
+        config = self.options.run_dir / "links.json"
+        faults = asdict(self.options.faults) if self.options.faults else None
+        config.write_text(
+            json.dumps(
+                {
+                    "seed": self.options.fault_seed,
+                    "faults": faults,
+                    "links": [asdict(s) for s in self.emulated],
+                }
+            )
+        )
+        log = (self.options.run_dir / "linkemu.log").open("wb")
+        argv = [
+            sys.executable,
+            "-m",
+            "mininet_topos.linkemu",
+            "--config",
+            str(config),
+            "--control",
+            str(self.emulator_socket),
+        ]
+        self.emulator = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(Path.cwd())
+        )
+        log.close()
+        self.registry.record_process(self.emulator.pid, "link emulator")
+        deadline = time.monotonic() + 20
+        while not self.emulator_socket.exists():
+            if self.emulator.poll() is not None or time.monotonic() > deadline:
+                tail = (self.options.run_dir / "linkemu.log").read_text()[-300:]
+                raise BringUpError(f"the link emulator did not start: {tail}")
+            time.sleep(0.05)
+
+    def set_faults(self, impairment: Impairment, links: list[str] | None = None) -> int:
+        """Impair every emulated link, or only ``links`` (names as in ``self.emulated``)."""
+        client = EmulatorClient(self.emulator_socket)
+        try:
+            reply = client.call(op="set", faults=asdict(impairment), links=links)
+        finally:
+            client.close()
+        return int(reply["links"])
+
+    def fault_stats(self) -> dict[str, Any]:
+        client = EmulatorClient(self.emulator_socket)
+        try:
+            return client.call(op="stats")
+        finally:
+            client.close()
+
+    def restart_switch(self, index: int, timeout: float = 60.0) -> float:
+        """Kill a switch's BMv2 process and start a fresh one on the same ports; returns the
+        seconds until the control plane had programmed it again."""
+        assert self.mininet is not None and self.control is not None
+        switch = next(s for s in self.mininet.switches if s.index == index)
+        started = time.perf_counter()
+        connections = self.control.switches[index].connections
+        switch.restart(timeout)
+        with ThriftClient(switch.thrift_port) as client:
+            client.set_queue_depth(self.options.queue_depth)
+        self.call(self.control.wait_reprogrammed(index, connections, timeout), timeout + 5)
+        return time.perf_counter() - started
 
     def _tune_queues(self) -> None:
         """Deepen every egress queue over BMv2's Thrift runtime (P4Runtime cannot)."""
@@ -251,11 +335,13 @@ class NetcollNetwork:
             intf = f"{host.name}-eth0"
             batch.write_text("\n".join(line.format(intf=intf) for line in arp_lines) + "\n")
             node.cmd(f"ip -batch {batch}")
-        for switch in self.mininet.switches:
-            for intf in switch.intfList():
+        root_nodes = [*self.mininet.switches, self.mininet.get(self.topo.management.name)]
+        if self.options.emulate_links:
+            root_nodes.append(self.mininet.get(NetcollTopo.RELAY))
+        for node in root_nodes:
+            for intf in node.intfList():
                 if intf.name != "lo":
                     _disable_ipv6(intf.name)
-        _disable_ipv6(f"{self.topo.management.name}-eth0")
 
     def _write_topology(self) -> None:
         assert self.mininet is not None
@@ -328,6 +414,13 @@ class NetcollNetwork:
                 LOG.warning("stopping the control plane: %s", exc)
             self.loop.stop()
             self.loop = None
+        if self.emulator is not None:
+            self.emulator.terminate()
+            try:
+                self.emulator.wait(5)
+            except subprocess.TimeoutExpired:
+                self.emulator.kill()
+            self.emulator = None
         if self.mininet is not None:
             self.mininet.stop()
             self.mininet = None

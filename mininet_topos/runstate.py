@@ -428,18 +428,24 @@ class RunState:
         head = f"run {self.name} ({owner}; {self.path})"
         lines = [head]
         if self.processes:
-            lines.append("  processes: " + ", ".join(str(p) for p in self.processes))
+            lines.append("  processes: " + _first(self.processes, ", "))
         if self.links:
-            lines.append("  links:     " + " ".join(self.links))
+            lines.append("  links:     " + _first(self.links, " "))
         if self.netns:
-            lines.append("  netns:     " + " ".join(self.netns))
+            lines.append("  netns:     " + _first(self.netns, " "))
         if self.files:
-            lines.append("  files:     " + " ".join(str(f) for f in self.files))
+            lines.append("  files:     " + _first(self.files, " "))
         if self.empty:
             lines.append("  (nothing recorded)")
         lines += [f"  problem:   {p}" for p in self.problems]
         lines += [f"  note:      {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def _first(items: list[Any], sep: str, shown: int = 8) -> str:
+    """A list for a human: the first few, then how many more."""
+    text = sep.join(str(i) for i in items[:shown])
+    return text + (f"{sep}... and {len(items) - shown} more" if len(items) > shown else "")
 
 
 def _parse_record(run: RunState, record: Any) -> str:

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from controller import p4info as names
 from controller import wire
 from controller.drivers.p4runtime import P4RuntimeSwitch, SwitchEndpoint
+from controller.drivers.thrift import ThriftClient
 from controller.switch_state import PortRole, SwitchState
 from mininet_topos import netns
 from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
@@ -71,6 +72,7 @@ class SingleSwitchLab:
         self.p4rt: P4RuntimeSwitch | None = None
         self.state: SwitchState | None = None
         self._fence_ids = itertools.count(1)
+        self.frames_sent = 0  # every frame put on a port, fences included
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -178,6 +180,25 @@ class SingleSwitchLab:
         assert self.p4rt is not None, "configure() first"
         return self._call(self.p4rt.read_counter(name), 10)
 
+    def registers(self) -> dict[str, list[int]]:
+        """Every register's every cell, read over the Thrift runtime inside the namespace."""
+        assert self.p4rt is not None, "configure() first"
+        names = [r.name for r in self.p4rt.switch.p4info.registers]
+
+        def read() -> dict[str, list[int]]:
+            with ThriftClient(self.config.thrift_port or 9090) as client:
+                return {name: client.register_read_all(name) for name in names}
+
+        return netns.call_in(self.ns, read)
+
+    def tables(self) -> dict[str, Any]:
+        """Every table entry and multicast group, read back over P4Runtime."""
+        assert self.p4rt is not None, "configure() first"
+        return self._call(self.p4rt.read_all(), 20)
+
+    def rx_packets(self) -> int:
+        return sum(packets for packets, _ in self.counter(names.RX_COUNTER).values())
+
     def drops(self) -> Counter[int]:
         total: Counter[int] = Counter()
         for name in (names.DROP_COUNTER, names.EGRESS_DROP_COUNTER):
@@ -206,6 +227,7 @@ class SingleSwitchLab:
         self.sockets[port].send(frame)
         for target in self.ports:
             self.sockets[port].send(self._fence_frame(port, target, fence_id))
+        self.frames_sent += 1 + len(self.ports)
         outputs: dict[int, list[bytes]] = {p: [] for p in self.ports}
         fenced: set[int] = set()
         deadline = time.monotonic() + self.answer_timeout

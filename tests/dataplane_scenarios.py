@@ -242,7 +242,8 @@ def scenario_barrier_release_after_exact_mask(sut: SwitchUnderTest) -> None:
     out = arrive(sut, 3, 1)
     assert ports_of(out) == {1: 1, 2: 1, 3: 1}
     for frames in parsed(out).values():
-        assert frames[0].hdr.op == Op.RELEASE and frames[0].hdr.epoch == 1
+        release = frames[0].hdr
+        assert release.op == Op.RELEASE and release.epoch == 1 and release.src_node == SWITCH_NODE
     # a non-member host cannot arrive
     check.mark()
     assert ports_of(arrive(sut, 4, 2)) == {}

@@ -82,8 +82,11 @@ class MiniPacketDriver:
 
     # -- single requests --------------------------------------------------------------------
 
-    async def request(self, switch_node: int, mp: wire.MiniPacket) -> wire.MiniPacket:
+    async def request(
+        self, switch_node: int, mp: wire.MiniPacket, retries: int | None = None
+    ) -> wire.MiniPacket:
         """Send ``mp`` to ``switch_node`` until it answers; return the reply body."""
+        tries = retries or self.retries
         async with self._window:
             seq = next(self._seq) & 0xFFFFFFFF
             fut: asyncio.Future[wire.MiniPacket] = self.loop.create_future()
@@ -92,7 +95,7 @@ class MiniPacketDriver:
             frame = wire.build_frame(hdr, mp=mp, src_mac=self.mac)
             delay = self.timeout
             try:
-                for attempt in range(self.retries):
+                for attempt in range(tries):
                     self.port.send(frame)
                     self.stats.sent += 1
                     if attempt:
@@ -103,7 +106,7 @@ class MiniPacketDriver:
                         delay = min(delay * 2, 2.0)
                 raise MiniPacketError(
                     f"switch node 0x{switch_node:04x} did not answer mini packet "
-                    f"{MpKind(mp.kind).name} slot {mp.slot} after {self.retries} tries"
+                    f"{MpKind(mp.kind).name} slot {mp.slot} after {tries} tries"
                 )
             finally:
                 self._pending.pop((switch_node, seq), None)
@@ -138,8 +141,12 @@ class MiniPacketDriver:
     async def read_tree(self, switch_node: int, slot: int) -> wire.MiniPacket:
         return await self.request(switch_node, wire.MiniPacket(kind=MpKind.READ_TREE, slot=slot))
 
-    async def read_barrier(self, switch_node: int, comm: int) -> wire.MiniPacket:
-        return await self.request(switch_node, wire.MiniPacket(kind=MpKind.READ_BARRIER, slot=comm))
+    async def read_barrier(
+        self, switch_node: int, comm: int, retries: int | None = None
+    ) -> wire.MiniPacket:
+        return await self.request(
+            switch_node, wire.MiniPacket(kind=MpKind.READ_BARRIER, slot=comm), retries
+        )
 
     def _count(self, reply: wire.MiniPacket, switch_node: int) -> MpStatus:
         status = MpStatus(reply.status)

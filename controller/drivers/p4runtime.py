@@ -176,6 +176,15 @@ class P4RuntimeSwitch:
         self.log = RequestLog(log_path)
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
+        self._programmed: list[asyncio.Future[None]] = []
+        self.connected = False  # a P4Runtime session is up and the switch was programmed
+        self.switch.ee.on(finsy.SwitchEvent.CHANNEL_DOWN, self._on_down)
+
+    def _on_down(self, _switch: finsy.Switch) -> None:
+        if self.connected and self._task is not None:  # not when we are the ones stopping
+            LOG.warning("%s: P4Runtime session lost", self.endpoint.name)
+        self.connected = False
+        self.ready.clear()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(
@@ -184,10 +193,10 @@ class P4RuntimeSwitch:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
+            task, self._task = self._task, None
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+                await task
 
     async def _ready(self, sw: finsy.Switch) -> None:
         self.ready.clear()
@@ -203,6 +212,7 @@ class P4RuntimeSwitch:
                 self.last_sync.deleted,
                 self.last_sync.seconds,
             )
+            self.connected = True
             if self.on_ready is not None:
                 await self.on_ready(self)
             self.error = None
@@ -210,6 +220,16 @@ class P4RuntimeSwitch:
             LOG.exception("%s: programming failed", self.endpoint.name)
             self.error = exc
         self.ready.set()
+        waiters, self._programmed = self._programmed, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def next_programmed(self) -> asyncio.Future[None]:
+        """Resolves when the switch has next been (re)programmed, after a (re)connection."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._programmed.append(fut)
+        return fut
 
     async def wait_ready(self, timeout: float) -> None:
         try:
@@ -305,6 +325,22 @@ class P4RuntimeSwitch:
         async for cell in self._read(P4CounterEntry(counter)):
             if cell.index is not None:
                 out[cell.index] = (cell.packet_count, cell.byte_count)
+        return out
+
+    async def read_all(self) -> dict[str, Any]:
+        """Every table entry (as text) and multicast group, for before/after comparisons."""
+        out: dict[str, Any] = {}
+        schema = self.switch.p4info
+        for table in (names.PORT_INFO, names.NODE_ROUTE, names.BCAST_TREE):
+            out[table] = sorted(
+                [str(e.encode(schema)) async for e in self._read(P4TableEntry(table))]
+            )
+        out["groups"] = sorted(
+            [
+                (g.multicast_group_id, sorted(_replica_set(g)))
+                async for g in self._read(P4MulticastGroupEntry())
+            ]
+        )
         return out
 
     async def read_tables(self) -> dict[str, int]:

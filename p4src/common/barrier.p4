@@ -100,8 +100,10 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
         }
         if (meta.bar_verdict == BARRIER_ANSWER_RELEASE) {
             hdr.coll.op = OP_RELEASE;
+            hdr.coll.src_node = meta.my_node; /* every RELEASE names the switch that sent it */
             meta.out_kind = OUT_REPLY;
         } else if (meta.bar_verdict == BARRIER_ADVANCE) {
+            hdr.coll.src_node = meta.my_node;
             meta.out_kind = OUT_MCAST;
             meta.mcast_children = meta.bar_child_mask;
             meta.filter_children = 1;
@@ -110,6 +112,7 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.bar_parent == 0) {
             /* the root saw every child: release the whole tree */
             hdr.coll.op = OP_RELEASE;
+            hdr.coll.src_node = meta.my_node;
             meta.out_kind = OUT_MCAST;
             meta.mcast_children = meta.bar_child_mask;
             meta.filter_children = 1;

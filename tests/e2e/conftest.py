@@ -7,31 +7,16 @@ the compiled program is missing. NETCOLL_E2E_TOPO picks the topology (default Df
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.requirements import ROOT, network_unavailable
+
 TOPO = os.environ.get("NETCOLL_E2E_TOPO", "df:2,4,2")
 
 
-def unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to run Mininet"
-    if shutil.which("simple_switch_grpc") is None:
-        return "BMv2 simple_switch_grpc is not installed (make doctor)"
-    if not (ROOT / "build" / "netcoll.json").exists():
-        return "build/netcoll.json is missing: p4c-bm2-ss is not installed (make build)"
-    try:
-        import mininet.net  # noqa: F401
-    except ImportError:
-        return "Mininet is not importable (make deps)"
-    return None
-
-
-REASON = unavailable()
+REASON = network_unavailable()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

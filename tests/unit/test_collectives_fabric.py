@@ -36,7 +36,9 @@ FAST = EngineConfig(
     nack_delay=0.001,
     peer_timeout=5.0,
 )
-OPTIONS = CommOptions(progress_timeout=5.0, op_timeout=60.0, check_interval=0.1)
+OPTIONS = CommOptions(
+    progress_timeout=5.0, first_data_timeout=20.0, op_timeout=60.0, check_interval=0.1
+)
 
 
 def pattern(*key: int, size: int) -> bytes:
@@ -254,7 +256,9 @@ def test_wrong_use_fails_fast_naming_rank_and_step() -> None:
             tuple(HOSTS[:4]),
             loop=loop,
             config=FAST,
-            options=CommOptions(progress_timeout=0.5, op_timeout=5, check_interval=0.1),
+            options=CommOptions(
+                progress_timeout=0.5, first_data_timeout=0.5, op_timeout=5, check_interval=0.1
+            ),
         )
         comms = cluster.comms
         with pytest.raises(algorithms.UnknownAlgorithm, match="unknown bcast algorithm 'nope'"):
@@ -277,7 +281,9 @@ def test_wrong_use_fails_fast_naming_rank_and_step() -> None:
             tuple(HOSTS[4:6]),
             loop=loop,
             config=FAST,
-            options=CommOptions(progress_timeout=0.5, op_timeout=5, check_interval=0.1),
+            options=CommOptions(
+                progress_timeout=0.5, first_data_timeout=0.5, op_timeout=5, check_interval=0.1
+            ),
         ).comms
         results = await asyncio.gather(
             comms2[0].bcast(b"abcd", 0, algorithm="binomial"),

@@ -1,0 +1,128 @@
+"""No collective lost, hung or corrupted under loss, duplication and reordering, nor after a
+switch restart, nor while an agent is fuzzed."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+import pytest
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw, fuzz
+
+from controller import wire
+from controller.scapy_layers import Coll
+from host_agents.report import format_table
+from host_agents.workload import Test, Workload
+from mininet_topos.linkemu import Impairment
+from mininet_topos.network import NetcollNetwork
+
+pytestmark = pytest.mark.reliability
+
+# (collective, algorithm, size): the in-network algorithm where one exists, and a host one
+CASES = [
+    ("bcast", "innet", 16384),
+    ("bcast", "binomial", 16384),
+    ("barrier", "innet", 0),
+    ("barrier", "dissemination", 0),
+    ("scatter", "tree", 1024),
+    ("allgather", "innet", 1024),
+    ("allgather", "ring", 1024),
+]
+
+
+def launch(net: NetcollNetwork, tests: list[Test], seed: int, comm_id: int | None = None) -> Any:
+    """Run ``tests`` on every host, on a new communicator unless ``comm_id`` is given."""
+    members = tuple(h.node_id for h in net.topo.hosts)
+    if comm_id is None:
+        comm_id, _ = net.create_comm(members)
+    return net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=600)
+
+
+@pytest.mark.parametrize(
+    ("collective", "algorithm", "size"), CASES, ids=[f"{c}-{a}" for c, a, _ in CASES]
+)
+def test_100_consecutive_operations_under_faults(
+    faulty_network: NetcollNetwork, collective: str, algorithm: str, size: int, test_seed: int
+) -> None:
+    before = faulty_network.fault_stats()["totals"]
+    test = Test(collective, algorithm, (size,), iterations=100, warmup=0, root=1, sync=False)
+    result = launch(faulty_network, [test], test_seed)
+    after = faulty_network.fault_stats()["totals"]
+    print(format_table(result.rows))
+    lost = after["lost"] - before["lost"]
+    print(
+        f"links lost {lost}, duplicated {after['duplicated'] - before['duplicated']}, "
+        f"reordered {after['reordered'] - before['reordered']}; agents retransmitted "
+        f"{result.stats_total('retransmissions') + result.stats_total('mcast_retransmissions')} "
+        f"and sent {result.stats_total('nacks_sent')} NACKs"
+    )
+    assert not result.errors, result.errors[:3]
+    assert result.wrong == 0
+    assert result.rows[0].iterations == 100
+    assert lost > 0, "the faults were not active"
+
+
+def test_switch_restart_mid_run(faulty_network: NetcollNetwork, test_seed: int) -> None:
+    net = faulty_network
+    net.set_faults(Impairment())  # the restart is the fault here
+    try:
+        busy = [Test("bcast", "innet", (4096,), iterations=300, warmup=0, sync=False)]
+        comm_id, _ = net.create_comm(tuple(h.node_id for h in net.topo.hosts))
+        outcome: dict[str, Any] = {}
+        runner = threading.Thread(
+            target=lambda: outcome.update(result=launch(net, busy, test_seed, comm_id))
+        )
+        runner.start()
+        time.sleep(3)  # the agents are busy: the restart lands in the middle of the run
+        restarted = net.restart_switch(1, timeout=60)
+        runner.join(700)
+        during = outcome["result"]
+        print(
+            f"switch 1 reprogrammed {restarted:.1f} s after it was killed; the run in flight "
+            f"{'survived' if during.ok else 'failed: ' + str(during.errors[:1])}"
+        )
+        assert net.control is not None and net.control.restarts >= 1
+        tests = [Test(c, a, (s,), iterations=5, warmup=0, root=2) for c, a, s in CASES]
+        after = launch(net, tests, test_seed + 1)
+        print(format_table(after.rows))
+        assert after.ok, after.errors[:3]
+    finally:
+        net.set_faults(Impairment(loss=0.02, duplicate=0.02, reorder=0.05))
+
+
+def test_ten_thousand_bad_frames_at_an_agent(
+    faulty_network: NetcollNetwork, test_seed: int
+) -> None:
+    net = faulty_network
+    victim = net.topo.hosts[2]
+    link = next(spec for spec in net.emulated if spec.name.startswith(f"{victim.name}-"))
+    frames = 10_000
+    outcome: dict[str, Any] = {}
+    tests = [
+        Test("bcast", "innet", (8192,), iterations=150, warmup=0, sync=False),
+        Test("allgather", "ring", (512,), iterations=10, warmup=0),
+    ]
+    runner = threading.Thread(target=lambda: outcome.update(result=launch(net, tests, test_seed)))
+    runner.start()
+    time.sleep(3)  # the agents are up and busy: fuzz them in the middle of their work
+    inject = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    inject.bind((link.end_a, 0))  # the emulator's end of the victim's link: straight to it
+    try:
+        eth = Ether(dst=victim.mac, src="02:00:00:00:99:99", type=wire.ETHERTYPE_COLL)
+        templates = [bytes(eth / fuzz(Coll()) / Raw(b"x" * (i % 50))) for i in range(200)]
+        for i in range(frames):
+            inject.send(templates[i % len(templates)])
+            if i % 200 == 199:
+                time.sleep(0.01)  # spread over a second or two rather than one burst
+    finally:
+        inject.close()
+        runner.join(700)
+    result = outcome["result"]
+    assert result.ok, result.errors[:3]
+    victim_report = result.reports[victim.node_id]
+    dropped = sum(victim_report["stats"]["dropped"].values())
+    print(f"{frames} fuzzed frames at node {victim.node_id}: {dropped} rejected and counted")
+    assert dropped >= frames * 0.99, victim_report["stats"]["dropped"]

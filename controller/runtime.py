@@ -179,7 +179,7 @@ class ControlPlane:
         up = [i for i, s in self.switches.items() if s.connected]
         for switch in self.switches.values():
             if not switch.connected:
-                LOG.warning("%s is down: it gets the change when it comes back", switch.endpoint.name)
+                LOG.warning("%s is down: it gets the change on reconnection", switch.endpoint.name)
         results = await asyncio.gather(*(self._apply_one(i, timeout) for i in up))
         return sum(r[0] for r in results), sum(r[1] for r in results)
 

@@ -1,0 +1,336 @@
+"""``make bench``: every algorithm side by side on one network, with the bytes it moved.
+
+For each collective, algorithm and size it runs one workload on every host and reads the
+switches' per-port counters before and after, so each row of the OSU-style table carries the
+bytes the operation put on links, on global links, and its ratio to the physical minimum (each
+link carrying each segment once). It also measures the persistent broadcast (install once,
+start many times: seed 002) and the two ways of replicating membership written by mini
+packets (port-subset groups against one all-ports group filtered in egress). Everything runs
+in one invocation so comparisons are ratios from the same machine state.
+
+    python -m mininet_topos.bench --topo df:2,4,2 --out results [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from controller import p4info, routing, trees, wire
+from controller.topology import Topology
+from host_agents import algorithms
+from host_agents.report import Row, format_table, save
+from host_agents.workload import Test, Workload
+from mininet_topos.network import NetcollNetwork, NetworkOptions
+
+DATA_COLUMNS = (wire.Op.MCAST, wire.Op.UNICAST, wire.Op.ACK, wire.Op.NACK, wire.Op.CTRL)
+BARRIER_COLUMNS = (wire.Op.ARRIVE, wire.Op.RELEASE)
+FULL_SIZES = {
+    "bcast": (1, 1024, 16384, 262144),
+    "scatter": (1, 1024, 16384),
+    "allgather": (1, 1024, 16384),
+    "barrier": (0,),
+}
+QUICK_SIZES = {"bcast": (1, 16384), "scatter": (1024,), "allgather": (1024,), "barrier": (0,)}
+BASELINES = {
+    "bcast": "binomial",
+    "barrier": "dissemination",
+    "scatter": "tree",
+    "allgather": "ring",
+}
+
+
+class LinkMeter:
+    """Bytes that crossed links, from every switch's per-port, per-op counters."""
+
+    def __init__(self, net: NetcollNetwork) -> None:
+        self.net = net
+        assert net.control is not None
+        self.control = net.control
+        self.kinds = {
+            (s, p): info.kind
+            for s in range(net.topo.num_switches)
+            for p, info in net.topo.ports(s).items()
+        }
+
+    def snapshot(self) -> dict[tuple[str, int, int, int], int]:
+        out: dict[tuple[str, int, int, int], int] = {}
+        for index, switch in self.control.switches.items():
+            for name in (p4info.RX_COUNTER, p4info.TX_COUNTER):
+                cells = self.net.call(switch.read_counter(name))
+                for cell, (_, nbytes) in cells.items():
+                    out[(name, index, cell // 16, cell % 16)] = nbytes
+        return out
+
+    def delta(
+        self, before: dict[Any, int], after: dict[Any, int], columns: tuple[int, ...]
+    ) -> tuple[int, int]:
+        """(bytes on all links, bytes on global links) between two snapshots."""
+        link = global_ = 0
+        for key, value in after.items():
+            name, switch, port, column = key
+            if column not in columns:
+                continue
+            diff = value - before.get(key, 0)
+            kind = self.kinds.get((switch, port))
+            if kind is None or kind == "mgmt":
+                continue
+            # each traversal once: what switches send on any link, plus what hosts send to them
+            if name == p4info.TX_COUNTER or (name == p4info.RX_COUNTER and kind == "host"):
+                link += diff
+                if kind == "global" and name == p4info.TX_COUNTER:
+                    global_ += diff
+        return link, global_
+
+
+def frame_bytes(nbytes: int) -> list[int]:
+    """Frame sizes of a message's segments, headers included."""
+    if nbytes == 0:
+        return [wire.ETH_HEADER_LEN + wire.HEADER_LEN]
+    full, rest = divmod(nbytes, wire.MAX_PAYLOAD)
+    sizes = [wire.MAX_PAYLOAD] * full + ([rest] if rest else [])
+    return [wire.ETH_HEADER_LEN + wire.HEADER_LEN + s for s in sizes]
+
+
+def minimum_bytes(
+    topo: Topology, collective: str, members: tuple[int, ...], root: int, size: int
+) -> int | None:
+    """The physical minimum: every link on the way carries each segment exactly once."""
+    if collective == "bcast":
+        tree = trees.innet_tree(topo, members, members[root])
+        return sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
+    if collective == "allgather":
+        total = 0
+        for r in members:
+            tree = trees.innet_tree(topo, members, r)
+            total += sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
+        return total
+    if collective == "scatter":
+        source = members[root]
+        return sum(
+            sum(frame_bytes(size)) * routing.host_path_hops(topo, source, dst)
+            for dst in members
+            if dst != source
+        )
+    return None
+
+
+def run_cell(
+    net: NetcollNetwork,
+    meter: LinkMeter,
+    comm_id: int,
+    members: tuple[int, ...],
+    test: Test,
+    seed: int,
+) -> Row | None:
+    before = meter.snapshot()
+    result = net.launcher().launch(Workload(comm_id, members, [test], seed=seed), timeout=1800)
+    after = meter.snapshot()
+    if result.errors or not result.rows:
+        print(f"  {test.collective} {test.algorithm}: FAILED {result.errors[:2]}")
+        return None
+    row = result.rows[0]
+    operations = test.iterations + test.warmup
+    columns = BARRIER_COLUMNS if test.collective == "barrier" else DATA_COLUMNS
+    link, global_ = meter.delta(before, after, columns)
+    row.link_bytes = link // operations
+    row.global_link_bytes = global_ // operations
+    row.minimum_bytes = minimum_bytes(net.topo, test.collective, members, test.root, test.sizes[0])
+    return row
+
+
+def compare_algorithms(
+    net: NetcollNetwork, sizes: dict[str, tuple[int, ...]], iterations: int, seed: int
+) -> list[Row]:
+    members = tuple(h.node_id for h in net.topo.hosts)
+    comm_id, install = net.create_comm(members)
+    print(f"*** communicator of {len(members)} hosts installed in {install * 1e3:.0f} ms")
+    meter = LinkMeter(net)
+    rows: list[Row] = []
+    for collective, table in algorithms.REGISTRY.items():
+        for name in table:
+            for size in sizes[collective]:
+                test = Test(collective, name, (size,), iterations=iterations, warmup=1, root=1)
+                started = time.perf_counter()
+                row = run_cell(net, meter, comm_id, members, test, seed)
+                if row is not None:
+                    rows.append(row)
+                    ratio = (
+                        f"{row.link_bytes / row.minimum_bytes:.2f}x minimum"
+                        if row.minimum_bytes and row.link_bytes is not None
+                        else ""
+                    )
+                    print(
+                        f"  {collective:9s} {name:18s} {size:>7} B: {row.avg_us:10.0f} us, "
+                        f"{row.link_bytes:>9} link bytes {ratio} "
+                        f"({time.perf_counter() - started:.0f} s)",
+                        flush=True,
+                    )
+    return rows
+
+
+def persistent_vs_plain(
+    net: NetcollNetwork, size: int, iterations: int, seed: int
+) -> dict[str, Any]:
+    """Seed 002: install a root's trees once (bcast_init), then start many times."""
+    members = tuple(h.node_id for h in net.topo.hosts)
+    comm_id, install = net.create_comm(members, roots=[])  # no trees until a persistent init
+    tests = [
+        Test("bcast", "innet", (size,), iterations=iterations, warmup=1, root=3, persistent=True),
+        Test("bcast", "innet", (size,), iterations=iterations, warmup=1, root=3),
+    ]
+    result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=1800)
+    rows = {("persistent" if r.persistent else "plain"): r for r in result.rows}
+    out = {
+        "communicator_install_us": install * 1e6,
+        "bcast_init_us": rows["persistent"].init_us if "persistent" in rows else None,
+        "persistent_avg_us": rows["persistent"].avg_us if "persistent" in rows else None,
+        "plain_avg_us": rows["plain"].avg_us if "plain" in rows else None,
+        "errors": result.errors[:3],
+    }
+    print(
+        f"  persistent bcast of {size} B: init {out['bcast_init_us']:.0f} us once, "
+        f"then {out['persistent_avg_us']:.0f} us per start+wait; "
+        f"plain bcast {out['plain_avg_us']:.0f} us"
+    )
+    return out
+
+
+def replication_modes(
+    options: NetworkOptions, size: int, iterations: int, seed: int
+) -> dict[str, Any]:
+    """Membership written by mini packets, replicated by subset groups or one filtered group."""
+    out: dict[str, Any] = {}
+    for mode in ("subset", "all_ports"):
+        net = NetcollNetwork(
+            NetworkOptions(**{**asdict(options), "replication": mode, "membership": "mp"})
+        )
+        try:
+            net.start()
+            members = tuple(h.node_id for h in net.topo.hosts)
+            comm_id, install = net.create_comm(members)
+            assert net.control is not None
+            filtered_before = sum(_filtered(net, i) for i in net.control.switches)
+            test = Test("bcast", "innet", (size,), iterations=iterations, warmup=1, root=1)
+            result = net.launcher().launch(
+                Workload(comm_id, members, [test], seed=seed), timeout=1800
+            )
+            filtered = sum(_filtered(net, i) for i in net.control.switches) - filtered_before
+            row = result.rows[0] if result.rows else None
+            out[mode] = {
+                "install_us": install * 1e6,
+                "bcast_avg_us": row.avg_us if row else None,
+                "copies_filtered_in_egress": filtered,
+                "errors": result.errors[:3],
+            }
+            print(
+                f"  replication {mode:9s}: bcast {size} B {out[mode]['bcast_avg_us']:.0f} us, "
+                f"install {install * 1e3:.0f} ms, {filtered} copies made and dropped in egress"
+            )
+        finally:
+            net.stop()
+    return out
+
+
+def _filtered(net: NetcollNetwork, index: int) -> int:
+    assert net.control is not None
+    counter = net.call(net.control.switches[index].read_counter(p4info.EGRESS_DROP_COUNTER))
+    return counter.get(int(wire.DropReason.FILTERED), (0, 0))[0]
+
+
+def plot(rows: list[Row], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for collective in ("bcast", "scatter", "allgather"):
+        chosen = [r for r in rows if r.collective == collective]
+        if not chosen:
+            continue
+        fig, (ax_time, ax_speed) = plt.subplots(1, 2, figsize=(11, 4))
+        by_algorithm: dict[str, list[Row]] = {}
+        for r in chosen:
+            by_algorithm.setdefault(r.algorithm, []).append(r)
+        base = {r.size: r.avg_us for r in by_algorithm.get(BASELINES[collective], [])}
+        for name, series in sorted(by_algorithm.items()):
+            series.sort(key=lambda r: r.size)
+            sizes = [max(r.size, 1) for r in series]
+            ax_time.plot(sizes, [r.avg_us for r in series], marker="o", label=name)
+            speedup = [base[r.size] / r.avg_us for r in series if r.size in base and r.avg_us]
+            ax_speed.plot(sizes[: len(speedup)], speedup, marker="o", label=name)
+        ax_time.set(
+            xscale="log",
+            yscale="log",
+            xlabel="bytes",
+            ylabel="time (us)",
+            title=f"{collective}: time",
+        )
+        ax_speed.set(
+            xscale="log",
+            xlabel="bytes",
+            ylabel=f"speedup over {BASELINES[collective]}",
+            title=f"{collective}: speedup",
+        )
+        ax_time.legend(fontsize=8)
+        ax_speed.axhline(1.0, color="grey", linewidth=0.5)
+        fig.tight_layout()
+        path = out / f"bench-{collective}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--topo", default="df:2,4,2")
+    parser.add_argument("--out", type=Path, default=Path("results"))
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer sizes (a few minutes on df:2,2,1)"
+    )
+    parser.add_argument("--seed", type=int, default=20261121)
+    parser.add_argument("--build-dir", type=Path, default=Path("build"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    options = NetworkOptions(spec=args.topo, build_dir=args.build_dir, log_dir=Path("logs/bench"))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    net = NetcollNetwork(options)
+    try:
+        print(f"*** {net.start()}")
+        rows = compare_algorithms(net, sizes, args.iterations, args.seed)
+        print(f"*** persistent broadcast (install once, start {args.iterations} times)")
+        persistent = persistent_vs_plain(net, 16384, args.iterations * 4, args.seed)
+    finally:
+        net.stop()
+    print("*** replication of mini-packet membership")
+    replication = replication_modes(options, 16384, args.iterations, args.seed)
+    print()
+    print(format_table(rows))
+    meta = {
+        "topology": args.topo,
+        "iterations": args.iterations,
+        "seed": args.seed,
+        "persistent": persistent,
+        "replication": replication,
+    }
+    json_path, csv_path = save(rows, args.out, f"bench-{stamp}", meta)
+    pictures = plot(rows, args.out)
+    print(f"*** wrote {json_path}, {csv_path}, " + ", ".join(str(p) for p in pictures))
+    (args.out / f"bench-{stamp}-summary.json").write_text(json.dumps(meta, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

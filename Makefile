@@ -18,6 +18,7 @@ P4TEST ?= p4test
 P4_DEFINES ?=
 TOPO ?= df:2,2,1
 RUN_ARGS ?=
+LAUNCH_ARGS ?= --collective bcast --algorithms innet,binomial --sizes 1,16384
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 RELIABILITY_ARGS ?=
@@ -38,7 +39,7 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests for this tier"; rc=0; fi; exit $$rc
 endef
 
-.PHONY: help deps doctor build build-tna run smoke test test-e2e test-reliability reliability bench lint \
+.PHONY: help deps doctor build build-tna run smoke launch test test-e2e test-reliability reliability bench lint \
         format stop clean need-venv need-bmv2 need-p4c
 
 help:
@@ -50,6 +51,7 @@ help:
 	@echo "  make build-tna    type-check or compile the Tofino (TNA) program"
 	@echo "  make run          bring up TOPO=$(TOPO) of BMv2 switches, program it, open the Mininet CLI"
 	@echo "  make smoke        bring up TOPO, check reachability and one broadcast, tear down"
+	@echo "  make launch       bring up TOPO, run one workload (LAUNCH_ARGS), print the table"
 	@echo "  make test         unit tests + single-switch data-plane tests (the CI tier)"
 	@echo "  make test-e2e     every collective and algorithm on a Mininet dragonfly"
 	@echo "  make test-reliability  the CI-sized fault and fuzzing tier (minutes)"
@@ -111,6 +113,10 @@ run:
 
 smoke: need-venv need-bmv2 build
 	$(PY) -m mininet_topos.smoke --topo $(TOPO) $(RUN_ARGS)
+
+# One workload on a fresh network: make launch LAUNCH_ARGS='--collective bcast --sizes 1,1024'
+launch: need-venv need-bmv2 build
+	$(PY) -m mininet_topos.launch --topo $(TOPO) $(LAUNCH_ARGS)
 
 stop:
 	@if test -x $(PY); then $(PY) -m mininet_topos.stop; else $(SYSTEM_PYTHON) -m mininet_topos.stop; fi

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import sys
@@ -137,8 +138,19 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
         await service.rendezvous(
             workload.rendezvous, args.node, len(workload.members), timeout=args.start_timeout
         )
+        target = comm
+        if workload.split is not None:
+            place = directory.group_of if workload.split == "group" else directory.switch_of
+            part = await comm.split(place(args.node), key=comm.rank)
+            assert part is not None, "every rank has a color"
+            target = part
+            report["split"] = {"comm_id": part.comm_id, "rank": part.rank, "size": part.size}
         for index, test in enumerate(workload.tests):
-            report["tests"] += await run_test(comm, test, index, workload.seed)
+            if target is not comm:
+                test = dataclasses.replace(test, root=test.root % target.size)
+            report["tests"] += await run_test(target, test, index, workload.seed)
+        if target is not comm:
+            await target.free()
         # like MPI_Finalize: a rank keeps serving (co-root ACK merging, repairs) until every
         # rank is done, so nobody's last collective waits on an agent that already left
         await comm.barrier(algorithm="innet" if comm.innet else "dissemination")

@@ -47,6 +47,7 @@ class Workload:
     seed: int = 1
     innet: bool = True
     rendezvous: str = "start"
+    split: str | None = None  # "group" or "switch": run the tests on MPI_Comm_split parts
     engine: dict[str, Any] = field(default_factory=dict)  # EngineConfig overrides
     options: dict[str, Any] = field(default_factory=dict)  # CommOptions overrides
 

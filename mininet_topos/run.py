@@ -16,6 +16,9 @@ from pathlib import Path
 
 from mininet.cli import CLI
 
+from controller.p4info import ProgramError
+from controller.switch_state import CapacityError
+from controller.topology import TopologyError
 from host_agents.report import format_table
 from host_agents.workload import Test, Workload
 from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
@@ -167,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    net = NetcollNetwork(options_from(args))
+    try:
+        net = NetcollNetwork(options_from(args))
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         print(
             f"*** bringing up {args.topo}: "
@@ -181,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_cli:
             NetcollCLI(net)
         return 0
-    except BringUpError as exc:
+    except (BringUpError, TopologyError, CapacityError, ProgramError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     finally:
         net.stop()
 

@@ -11,6 +11,9 @@ import argparse
 import logging
 import sys
 
+from controller.p4info import ProgramError
+from controller.switch_state import CapacityError
+from controller.topology import TopologyError
 from mininet_topos.network import BringUpError, NetcollNetwork
 from mininet_topos.probes import HostSockets, one_broadcast, reachability
 from mininet_topos.run import add_network_arguments, options_from
@@ -26,7 +29,11 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    net = NetcollNetwork(options_from(args))
+    try:
+        net = NetcollNetwork(options_from(args))
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     sockets = None
     try:
         print(
@@ -48,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         ok = reach.ok and broadcast.ok
         print("*** smoke: PASS" if ok else "*** smoke: FAIL")
         return 0 if ok else 1
-    except BringUpError as exc:
+    except (BringUpError, TopologyError, CapacityError, ProgramError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     finally:
         if sockets is not None:
             sockets.close()

@@ -67,3 +67,23 @@ def test_persistent_bcast_started_100_times(network, algorithm: str, test_seed: 
     test = Test("bcast", algorithm, (4096,), iterations=100, warmup=0, root=5, persistent=True)
     result = run(network, members, [test], test_seed)
     assert result.rows[0].iterations == 100
+
+
+def test_split_by_group_then_collectives_on_the_parts(network, test_seed: int) -> None:  # type: ignore[no-untyped-def]
+    """MPI_Comm_split through the communicator service: one communicator per dragonfly group,
+    each running in-network collectives on its own switch state, then freed."""
+    members = tuple(h.node_id for h in network.topo.hosts)
+    comm_id, _ = network.create_comm(members)
+    tests = [
+        Test("bcast", "innet", (4096,), iterations=3, warmup=0, root=1),
+        Test("barrier", "innet", (0,), iterations=3, warmup=0),
+        Test("allgather", "innet", (256,), iterations=2, warmup=0),
+    ]
+    result = network.launcher().launch(
+        Workload(comm_id, members, tests, seed=test_seed, split="group"), timeout=900
+    )
+    assert result.ok, result.errors[:5]
+    parts = {r["split"]["comm_id"] for r in result.reports.values()}
+    assert len(parts) == network.topo.num_groups
+    assert network.control is not None
+    assert not parts & set(network.control.comms), "the parts were not freed"

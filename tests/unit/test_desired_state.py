@@ -101,7 +101,7 @@ def test_barrier_slots_follow_the_barrier_tree() -> None:
 def test_mini_packet_membership_uses_slots() -> None:
     states = desired_state(DF, [Communicator(2, ALL[:20], membership=Membership.MINI_PACKETS)])
     for state in states.values():
-        for key, binding in state.trees.items():
+        for binding in state.trees.values():
             assert isinstance(binding, SlotTree)
             assert binding.slot in state.tree_slots
         assert not [g for g in state.groups if g < ALL_PORTS_GROUP]  # no per-tree groups

@@ -27,7 +27,7 @@ from host_agents.engine import Engine, EngineConfig
 from host_agents.plans import PlanBook
 from host_agents.port import RawSocketPort
 from host_agents.service_client import ServiceClient
-from host_agents.workload import Test, Workload, contribution, expected_result
+from host_agents.workload import Instance, Test, Workload
 
 LOG = logging.getLogger("netcoll.agent")
 
@@ -48,16 +48,15 @@ async def run_test(comm: Comm, test: Test, index: int, seed: int) -> list[dict[s
         for iteration in range(test.warmup + test.iterations):
             if test.sync and test.collective != "barrier":
                 await comm.barrier(algorithm=sync)  # ranks start each iteration together
-            data = contribution(
+            instance = Instance(
                 test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank
             )
+            data = instance.contribution()
             started = time.perf_counter()
             result = await _one(comm, test, size, data, persistent)
             elapsed = time.perf_counter() - started
             chosen = persistent.algorithm if persistent else comm.last_choice
-            expected = expected_result(
-                test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank
-            )
+            expected = instance.expected()
             if expected is not None and result != expected:
                 wrong += 1
                 LOG.error(

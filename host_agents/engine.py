@@ -552,15 +552,19 @@ class Engine:
 
     def incoming(self, src: int, comm: int, epoch: int, tag: int, size: int) -> Incoming:
         """The message (src, comm, epoch, tag), created if it has not started arriving."""
-        key = ("u", src, comm, epoch, tag)
+        return self._expect(("u", src, comm, epoch, tag), size, src, f"message tag {tag}")
+
+    def _expect(self, key: tuple[Any, ...], size: int, peer: int, what: str) -> Incoming:
+        """The receiver's side of a message it is about to wait for: found if it started
+        arriving (its size must then match), created otherwise."""
         msg = self._incoming.get(key)
         if msg is None:
             if key in self._completed:
-                raise EngineError(f"message {key} was already received and consumed")
+                raise EngineError(f"{what} from node {peer} was already received and consumed")
             msg = Incoming(self, key, size, segment_count(size, self.cfg.segment_size))
             self._incoming[key] = msg
         elif msg.size != size:
-            raise SizeMismatch(src, f"message tag {tag}", size, msg.size)
+            raise SizeMismatch(peer, what, size, msg.size)
         return msg
 
     def consume(self, msg: Incoming) -> None:
@@ -590,23 +594,10 @@ class Engine:
             self.stats.duplicates += 1
             self._send_unicast_ack(hdr.src_node, hdr, self._completed[key], 0)
             return
-        msg = self._incoming.get(key)
-        if msg is None:
-            if not self._accepts_early(hdr.comm_id, hdr.epoch):
-                self._drop("unknown communicator or epoch", hdr)
-                return
-            if hdr.msg_len > self.cfg.max_message:
-                self._drop("message larger than max_message", hdr)
-                return
-            msg = Incoming(
-                self, key, hdr.msg_len, segment_count(hdr.msg_len, self.cfg.segment_size)
-            )
-            self._incoming[key] = msg
-        if not self._fits(msg, hdr):
+        admitted = self._admit(key, hdr, payload)
+        if admitted is None:
             return
-        new = msg.place(hdr.seg_idx, payload, self.cfg.segment_size)
-        if not new:
-            self.stats.duplicates += 1
+        msg, new = admitted
         msg.unacked += 1
         if msg.done.done():
             self._send_unicast_ack(hdr.src_node, hdr, msg.seg_count, 0)
@@ -620,6 +611,31 @@ class Engine:
             self._ack_now(msg, hdr)
         elif msg.ack_timer is None:
             msg.ack_timer = self.loop.call_later(self.cfg.ack_delay, self._ack_now, msg, hdr)
+
+    def _admit(
+        self, key: tuple[Any, ...], hdr: wire.Header, payload: memoryview
+    ) -> tuple[Incoming, bool] | None:
+        """Place one data segment in its message, created if it is the first we see and its
+        communicator and epoch are plausible; (message, whether the segment was new), or
+        None when the frame was rejected (counted and logged)."""
+        msg = self._incoming.get(key)
+        if msg is None:
+            if not self._accepts_early(hdr.comm_id, hdr.epoch):
+                self._drop("unknown communicator or epoch", hdr)
+                return None
+            if hdr.msg_len > self.cfg.max_message:
+                self._drop("message larger than max_message", hdr)
+                return None
+            msg = Incoming(
+                self, key, hdr.msg_len, segment_count(hdr.msg_len, self.cfg.segment_size)
+            )
+            self._incoming[key] = msg
+        if not self._fits(msg, hdr):
+            return None
+        new = msg.place(hdr.seg_idx, payload, self.cfg.segment_size)
+        if not new:
+            self.stats.duplicates += 1
+        return msg, new
 
     def _fits(self, msg: Incoming, hdr: wire.Header) -> bool:
         if hdr.msg_len != msg.size or hdr.seg_count != msg.seg_count:
@@ -827,16 +843,7 @@ class Engine:
 
     def mcast_incoming(self, root: int, comm: int, epoch: int, tree: int, size: int) -> Incoming:
         """The multicast of ``root`` (acknowledged, or published: see :meth:`request_missing`)."""
-        key = ("m", root, comm, epoch, tree)
-        msg = self._incoming.get(key)
-        if msg is None:
-            if key in self._completed:
-                raise EngineError(f"multicast {key} was already received and consumed")
-            msg = Incoming(self, key, size, segment_count(size, self.cfg.segment_size))
-            self._incoming[key] = msg
-        elif msg.size != size:
-            raise SizeMismatch(root, "broadcast", size, msg.size)
-        return msg
+        return self._expect(("m", root, comm, epoch, tree), size, root, "broadcast")
 
     def _ack_target(self, comm: int, root: int, tree: int) -> int | None:
         if self.plan is None or comm not in self.directory.comms:
@@ -855,23 +862,10 @@ class Engine:
             if not no_ack:
                 self._mcast_report(hdr, target, self._completed[key], final=True)
             return
-        msg = self._incoming.get(key)
-        if msg is None:
-            if not self._accepts_early(hdr.comm_id, hdr.epoch):
-                self._drop("unknown communicator or epoch", hdr)
-                return
-            if hdr.msg_len > self.cfg.max_message:
-                self._drop("message larger than max_message", hdr)
-                return
-            msg = Incoming(
-                self, key, hdr.msg_len, segment_count(hdr.msg_len, self.cfg.segment_size)
-            )
-            self._incoming[key] = msg
-        if not self._fits(msg, hdr):
+        admitted = self._admit(key, hdr, payload)
+        if admitted is None:
             return
-        new = msg.place(hdr.seg_idx, payload, self.cfg.segment_size)
-        if not new:
-            self.stats.duplicates += 1
+        msg, new = admitted
         if hdr.flags & Flag.REPAIR:
             factor = 0.8 if new else 1.5
             self.repair_quiet = min(

@@ -67,42 +67,38 @@ def pattern(seed: int, test: int, size: int, iteration: int, rank: int, nbytes: 
     return random.Random(f"{seed}:{test}:{size}:{iteration}:{rank}").randbytes(nbytes)
 
 
-def expected_result(
-    collective: str,
-    seed: int,
-    test: int,
-    size: int,
-    iteration: int,
-    root: int,
-    nranks: int,
-    rank: int,
-) -> bytes | None:
-    """What ``rank`` must end with (None for a barrier)."""
-    if collective == "bcast":
-        return pattern(seed, test, size, iteration, root, size)
-    if collective == "scatter":
-        whole = pattern(seed, test, size, iteration, root, size * nranks)
-        return whole[rank * size : (rank + 1) * size]
-    if collective == "allgather":
-        return b"".join(pattern(seed, test, size, iteration, r, size) for r in range(nranks))
-    return None
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One iteration of one test as one rank sees it: what it passes in, what it must get."""
 
+    collective: str
+    seed: int
+    test: int
+    size: int
+    iteration: int
+    root: int
+    nranks: int
+    rank: int
 
-def contribution(
-    collective: str,
-    seed: int,
-    test: int,
-    size: int,
-    iteration: int,
-    root: int,
-    nranks: int,
-    rank: int,
-) -> bytes | None:
-    """What ``rank`` passes in (None where it passes nothing)."""
-    if collective == "bcast":
-        return pattern(seed, test, size, iteration, root, size) if rank == root else None
-    if collective == "scatter":
-        return pattern(seed, test, size, iteration, root, size * nranks) if rank == root else None
-    if collective == "allgather":
-        return pattern(seed, test, size, iteration, rank, size)
-    return None
+    def _bytes(self, owner: int, nbytes: int) -> bytes:
+        return pattern(self.seed, self.test, self.size, self.iteration, owner, nbytes)
+
+    def contribution(self) -> bytes | None:
+        """What the rank passes in (None where it passes nothing)."""
+        if self.collective in ("bcast", "scatter"):
+            whole = self.size * (self.nranks if self.collective == "scatter" else 1)
+            return self._bytes(self.root, whole) if self.rank == self.root else None
+        if self.collective == "allgather":
+            return self._bytes(self.rank, self.size)
+        return None
+
+    def expected(self) -> bytes | None:
+        """What the rank must end with (None for a barrier)."""
+        if self.collective == "bcast":
+            return self._bytes(self.root, self.size)
+        if self.collective == "scatter":
+            whole = self._bytes(self.root, self.size * self.nranks)
+            return whole[self.rank * self.size : (self.rank + 1) * self.size]
+        if self.collective == "allgather":
+            return b"".join(self._bytes(r, self.size) for r in range(self.nranks))
+        return None

@@ -10,16 +10,14 @@ roots come from --seed, which is printed.
 from __future__ import annotations
 
 import argparse
-import logging
 import random
 import sys
 from pathlib import Path
 
-from controller.topology import TopologyError
 from host_agents.report import format_table, save
 from host_agents.workload import COLLECTIVES, Test, Workload
-from mininet_topos.network import BringUpError, NetcollNetwork
-from mininet_topos.run import add_network_arguments, options_from
+from mininet_topos.network import NetcollNetwork
+from mininet_topos.run import add_network_arguments, with_network
 
 
 def choose_members(spec: str, hosts: list[int], rng: random.Random) -> tuple[int, ...]:
@@ -54,60 +52,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="seed for data, subsets and roots")
     parser.add_argument("--out", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
-    rng = random.Random(seed)
     print(f"*** seed {seed}")
-    try:
-        net = NetcollNetwork(options_from(args))
-    except TopologyError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        print(f"*** {net.start()}")
-        members = choose_members(args.members, [h.node_id for h in net.topo.hosts], rng)
-        root = rng.randrange(len(members)) if args.root == "random" else int(args.root)
-        sizes = tuple(int(s) for s in args.sizes.split(","))
-        tests = [
-            Test(
-                args.collective,
-                name,
-                sizes,
-                args.iterations,
-                args.warmup,
-                root,
-                args.persistent,
-                not args.no_sync,
-            )
-            for name in args.algorithms.split(",")
-        ]
-        comm_id, install = net.create_comm(members)
-        print(
-            f"*** communicator {comm_id} of {len(members)} hosts installed in "
-            f"{install * 1e3:.1f} ms; root rank {root}"
+    return with_network(args, "launching on", lambda net: launch(net, args, seed))
+
+
+def launch(net: NetcollNetwork, args: argparse.Namespace, seed: int) -> int:
+    rng = random.Random(seed)
+    members = choose_members(args.members, [h.node_id for h in net.topo.hosts], rng)
+    root = rng.randrange(len(members)) if args.root == "random" else int(args.root)
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    tests = [
+        Test(
+            args.collective,
+            name,
+            sizes,
+            args.iterations,
+            args.warmup,
+            root,
+            args.persistent,
+            not args.no_sync,
         )
-        result = net.launcher().launch(
-            Workload(comm_id, members, tests, seed=seed, split=args.split)
-        )
-        print(format_table(result.rows))
-        json_path, _ = save(
-            result.rows,
-            args.out,
-            f"launch-{args.collective}-{seed}",
-            {"seed": seed, "topology": args.topo},
-        )
-        print(f"*** results in {json_path}")
-        for error in result.errors[:10]:
-            print(f"error: {error}", file=sys.stderr)
-        return 0 if result.ok else 1
-    except (BringUpError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        net.stop()
+        for name in args.algorithms.split(",")
+    ]
+    comm_id, install = net.create_comm(members)
+    print(
+        f"*** communicator {comm_id} of {len(members)} hosts installed in "
+        f"{install * 1e3:.1f} ms; root rank {root}"
+    )
+    result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed, split=args.split))
+    print(format_table(result.rows))
+    meta = {"seed": seed, "topology": args.topo}
+    json_path, _ = save(result.rows, args.out, f"launch-{args.collective}-{seed}", meta)
+    print(f"*** results in {json_path}")
+    for error in result.errors[:10]:
+        print(f"error: {error}", file=sys.stderr)
+    return 0 if result.ok else 1
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import argparse
 import logging
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mininet.cli import CLI
@@ -166,6 +167,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-cli", action="store_true", help="bring up, report, tear down")
     args = parser.parse_args(argv)
+
+    def session(net: NetcollNetwork) -> int:
+        if args.world:
+            comm_id, seconds = net.create_comm(tuple(h.node_id for h in net.topo.hosts))
+            print(f"*** communicator {comm_id} of every host installed in {seconds * 1e3:.1f} ms")
+        if not args.no_cli:
+            NetcollCLI(net)
+        return 0
+
+    return with_network(args, "bringing up", session)
+
+
+def with_network(args: argparse.Namespace, what: str, body: Callable[[NetcollNetwork], int]) -> int:
+    """Bring the network of ``args`` up, run ``body`` on it, always tear it down; errors a user
+    can cause (a bad shape, a switch that does not start, a full table) end with one line."""
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -177,17 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         print(
-            f"*** bringing up {args.topo}: "
-            f"{net.topo.num_hosts} hosts, {net.topo.num_switches} switches"
+            f"*** {what} {args.topo}: {net.topo.num_hosts} hosts, {net.topo.num_switches} switches"
         )
-        report = net.start()
-        print(f"*** {report}")
-        if args.world:
-            comm_id, seconds = net.create_comm(tuple(h.node_id for h in net.topo.hosts))
-            print(f"*** communicator {comm_id} of every host installed in {seconds * 1e3:.1f} ms")
-        if not args.no_cli:
-            NetcollCLI(net)
-        return 0
+        print(f"*** {net.start()}")
+        return body(net)
     except (BringUpError, TopologyError, CapacityError, ProgramError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from host_agents.algorithms.binomial import children, parent
+
 if TYPE_CHECKING:
     from host_agents.comm import CollCtx
 
@@ -75,28 +77,16 @@ async def pairwise(ctx: CollCtx) -> None:
 
 
 async def gather_bcast(ctx: CollCtx) -> None:
+    """Arrivals gathered up a binomial tree to rank 0, the release sent back down it."""
     size, rank = ctx.size, ctx.rank
-    mask = 1
+    below = children(rank, size)
+    up = parent(rank)
     ctx.step = "gather"
-    while mask < size:  # collect children (rank + mask for each mask below our lowest bit)
-        if rank & mask:
-            await ctx.send(rank - mask, 0, EMPTY)
-            break
-        if rank + mask < size:
-            await ctx.recv(rank + mask, 0, 0)
-        mask <<= 1
+    for child in reversed(below):  # the smallest subtrees finish first
+        await ctx.recv(child, 0, 0)
+    if up is not None:
+        await ctx.send(up, 0, EMPTY)
+        ctx.step = "wait for the release"
+        await ctx.recv(up, 1, 0)
     ctx.step = "release"
-    if rank:
-        await ctx.recv(rank - (rank & -rank), 1, 0)
-        mask = (rank & -rank) >> 1
-    else:
-        mask = 1
-        while mask < size:
-            mask <<= 1
-        mask >>= 1
-    sends = []
-    while mask > 0:
-        if rank + mask < size:
-            sends.append(ctx.isend(rank + mask, 1, EMPTY))
-        mask >>= 1
-    await ctx.wait_all(sends, "releasing children")
+    await ctx.wait_all([ctx.isend(child, 1, EMPTY) for child in below], "releasing children")

@@ -15,6 +15,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from controller import wire
+from host_agents.algorithms.binomial import children, parent, subtree_end
 from host_agents.plans import ragasa_relays
 
 if TYPE_CHECKING:
@@ -27,10 +28,6 @@ def vrank(ctx: CollCtx, root: int) -> int:
 
 def real(ctx: CollCtx, v: int, root: int) -> int:
     return (v + root) % ctx.size
-
-
-def lowbit(v: int) -> int:
-    return v & -v
 
 
 async def innet(ctx: CollCtx, buf: bytearray, root: int) -> None:
@@ -79,21 +76,13 @@ async def ragasa(ctx: CollCtx, buf: bytearray, root: int) -> None:
 
 async def binomial(ctx: CollCtx, buf: bytearray, root: int) -> None:
     """Store and forward down a binomial tree rooted at ``root``."""
-    v, size = vrank(ctx, root), ctx.size
-    mask = 1
-    while mask < size:
-        if v & mask:
-            ctx.step = f"receive from parent (mask {mask})"
-            buf[:] = await ctx.recv(real(ctx, v - mask, root), 0, len(buf))
-            break
-        mask <<= 1
-    mask >>= 1
-    sends = []
-    while mask > 0:
-        if v + mask < size:
-            sends.append(ctx.isend(real(ctx, v + mask, root), 0, buf))
-        mask >>= 1
+    v = vrank(ctx, root)
+    up = parent(v)
+    if up is not None:
+        ctx.step = f"receive from parent (rank {real(ctx, up, root)})"
+        buf[:] = await ctx.recv(real(ctx, up, root), 0, len(buf))
     ctx.step = "send to children"
+    sends = [ctx.isend(real(ctx, c, root), 0, buf) for c in children(v, ctx.size)]
     await ctx.wait_all(sends, "sending to children")
 
 
@@ -115,25 +104,17 @@ async def scatter_allgather(ctx: CollCtx, buf: bytearray, root: int) -> None:
         return bounds[first], bounds[min(last, size)]
 
     view = memoryview(buf)
-    if v != 0:
-        low = lowbit(v)
-        start, end = span(v, v + low)
+    up = parent(v)
+    if up is not None:
+        start, end = span(v, subtree_end(v, size))
         if end > start:
             ctx.step = "scatter: receive"
-            view[start:end] = await ctx.recv(real(ctx, v - low, root), 1, end - start)
-        mask = low >> 1
-    else:
-        mask = 1
-        while mask < size:
-            mask <<= 1
-        mask >>= 1
+            view[start:end] = await ctx.recv(real(ctx, up, root), 1, end - start)
     sends = []
-    while mask > 0:
-        if v + mask < size:
-            start, end = span(v + mask, v + 2 * mask)
-            if end > start:
-                sends.append(ctx.isend(real(ctx, v + mask, root), 1, view[start:end]))
-        mask >>= 1
+    for child in children(v, size):
+        start, end = span(child, subtree_end(child, size))
+        if end > start:
+            sends.append(ctx.isend(real(ctx, child, root), 1, view[start:end]))
     ctx.step = "scatter: send"
     await ctx.wait_all(sends, "scattering")
 

@@ -16,6 +16,8 @@ import asyncio
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from host_agents.algorithms.binomial import children, parent, subtree_end
+
 if TYPE_CHECKING:
     from host_agents.comm import CollCtx
 
@@ -36,27 +38,20 @@ async def scatter_items(
     def span_bytes(first: int, last: int) -> int:
         return offsets[min(last, count)] - offsets[first]
 
-    if index == 0:
+    up = parent(index)
+    if up is None:
         assert data is not None
-        held, mask = data, 1
-        while mask < count:
-            mask <<= 1
-        mask >>= 1
+        held = data
     else:
-        low = index & -index
         ctx.step = f"tag {tag}: receive"
-        received = await ctx.recv(order[index - low], tag, span_bytes(index, index + low))
-        held, mask = memoryview(received), low >> 1
+        received = await ctx.recv(order[up], tag, span_bytes(index, subtree_end(index, count)))
+        held = memoryview(received)
     base = offsets[index]
     sends = []
-    while mask > 0:
-        child = index + mask
-        if child < count:
-            start = offsets[child] - base
-            sends.append(
-                ctx.isend(order[child], tag, held[start : start + span_bytes(child, child + mask)])
-            )
-        mask >>= 1
+    for child in children(index, count):
+        start = offsets[child] - base
+        length = span_bytes(child, subtree_end(child, count))
+        sends.append(ctx.isend(order[child], tag, held[start : start + length]))
     ctx.step = f"tag {tag}: send"
     await ctx.wait_all(sends, f"tag {tag}: sending to subtrees")
     return held[: sizes[index]]

@@ -30,6 +30,7 @@ from tests.dataplane_scenarios import (
     PARENT_PORT,
     SWITCH_NODE,
     base_state,
+    mp_frame,
     with_trees,
 )
 
@@ -52,21 +53,15 @@ class Sequencer:
     def mp(
         self, kind: int, slot: int, *, generation: int, parent: int, children: int, epoch: int = 0
     ) -> bytes:
-        hdr = wire.Header(
-            op=Op.MP,
-            src_node=wire.MGMT_NODE_ID,
-            dst_node=SWITCH_NODE,
+        return mp_frame(
+            kind,
+            slot,
+            generation,
+            parent=parent,
+            children=children,
+            epoch=epoch,
             seq=self.rng.randrange(1 << 32),
         )
-        body = wire.MiniPacket(
-            kind=kind,
-            slot=slot,
-            generation=generation,
-            parent_port=parent,
-            epoch=epoch,
-            children=children,
-        )
-        return wire.build_frame(hdr, mp=body)
 
     def reset_frames(self) -> list[tuple[int, bytes]]:
         """New generations for the slots the events touch: a fresh starting point."""

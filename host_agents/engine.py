@@ -1186,7 +1186,7 @@ class Engine:
             self._drop(f"malformed frame: {exc}", None)
             return
         hdr = parsed.hdr
-        if hdr.src_node == self.node and hdr.op not in (Op.RELEASE,):
+        if hdr.src_node == self.node:
             return  # our own frame reflected back (kernels without PACKET_IGNORE_OUTGOING)
         op = hdr.op
         if op == Op.UNICAST and hdr.flags & Flag.REPAIR:

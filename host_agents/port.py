@@ -78,6 +78,7 @@ class RawSocketPort(Port):
         self._on_frame: FrameHandler | None = None
         self._pending: collections.deque[bytes] = collections.deque()
         self._writer_armed = False
+        self._retry: asyncio.TimerHandle | None = None
         self.send_errors = 0
 
     def start(self, loop: asyncio.AbstractEventLoop, on_frame: FrameHandler) -> None:
@@ -95,40 +96,42 @@ class RawSocketPort(Port):
             self._on_frame(frame)
 
     def send(self, frame: bytes) -> None:
-        if self._pending:
-            self._pending.append(frame)
-            return
-        if not self._try_send(frame):
-            self._pending.append(frame)
-            self._arm_writer()
+        self._pending.append(frame)
+        if len(self._pending) == 1:
+            self._flush()
 
-    def _try_send(self, frame: bytes) -> bool:
-        try:
-            self._sock.send(frame)
-        except (BlockingIOError, InterruptedError):
-            return False
-        except OSError as exc:
-            if exc.errno == errno.ENOBUFS:
-                return False
-            # A frame the kernel refuses outright is lost like a dropped packet; the
-            # reliability layer retransmits it.
-            self.send_errors += 1
-            LOG.warning("%s: send failed: %s", self.ifname, exc)
-        return True
+    def _flush(self) -> None:
+        """Send what is queued; when the kernel pushes back, wait for the socket to become
+        writable, or (out of device buffers, which readiness does not signal) retry shortly."""
+        self._retry = None
+        while self._pending:
+            try:
+                self._sock.send(self._pending[0])
+            except (BlockingIOError, InterruptedError):
+                self._arm_writer()
+                return
+            except OSError as exc:
+                if exc.errno == errno.ENOBUFS:
+                    self._disarm_writer()
+                    if self._loop is not None and self._retry is None:
+                        self._retry = self._loop.call_later(0.002, self._flush)
+                    return
+                # A frame the kernel refuses outright is lost like a dropped packet; the
+                # reliability layer retransmits it.
+                self.send_errors += 1
+                LOG.warning("%s: send failed: %s", self.ifname, exc)
+            self._pending.popleft()
+        self._disarm_writer()
 
     def _arm_writer(self) -> None:
         if not self._writer_armed and self._loop is not None:
-            self._loop.add_writer(self._sock.fileno(), self._writable)
+            self._loop.add_writer(self._sock.fileno(), self._flush)
             self._writer_armed = True
 
-    def _writable(self) -> None:
-        while self._pending:
-            if not self._try_send(self._pending[0]):
-                return
-            self._pending.popleft()
-        assert self._loop is not None
-        self._loop.remove_writer(self._sock.fileno())
-        self._writer_armed = False
+    def _disarm_writer(self) -> None:
+        if self._writer_armed and self._loop is not None:
+            self._loop.remove_writer(self._sock.fileno())
+            self._writer_armed = False
 
     @property
     def backlog(self) -> int:
@@ -137,6 +140,7 @@ class RawSocketPort(Port):
     def close(self) -> None:
         if self._loop is not None:
             self._loop.remove_reader(self._sock.fileno())
-            if self._writer_armed:
-                self._loop.remove_writer(self._sock.fileno())
+            self._disarm_writer()
+        if self._retry is not None:
+            self._retry.cancel()
         self._sock.close()

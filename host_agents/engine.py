@@ -84,6 +84,9 @@ class EngineConfig:
     barrier_rto_max: float = 1.0
     epochs_ahead: int = 512  # accept early data for epochs this far ahead of the newest seen
     max_message: int = 1 << 30
+    # memory that messages nobody has asked for yet may take: a flood of plausible-looking
+    # frames must not make an agent allocate without bound (senders retransmit later)
+    early_bytes: int = 256 << 20
     completed_memory: int = 8192  # completed messages remembered to re-ACK their duplicates
 
 
@@ -154,6 +157,7 @@ class Incoming(Source):
         self.last_nack = -1e9
         self.highest = -1
         self.consumed = False
+        self.early = False  # created by arriving data before the receiver asked for it
 
     def place(self, seg: int, payload: memoryview, segment_size: int) -> bool:
         """Store one segment; False when it is a duplicate."""
@@ -329,6 +333,7 @@ class Engine:
         self._outgoing: dict[tuple[int, int, int, int], _Outgoing] = {}
         self._incoming: dict[tuple[Any, ...], Incoming] = {}
         self._completed: collections.OrderedDict[tuple[Any, ...], int] = collections.OrderedDict()
+        self._early_held = 0  # bytes of messages created by arriving data, not yet asked for
         self._roots: dict[tuple[int, int, int, int], _McastRoot] = {}
         self._published: dict[
             tuple[int, int, int, int], tuple[Source, dict[tuple[int, int], float]]
@@ -568,6 +573,9 @@ class Engine:
             self._incoming[key] = msg
         elif msg.size != size:
             raise SizeMismatch(peer, what, size, msg.size)
+        if msg.early:
+            msg.early = False
+            self._early_held -= msg.size
         return msg
 
     def consume(self, msg: Incoming) -> None:
@@ -578,6 +586,9 @@ class Engine:
 
     def _retire(self, msg: Incoming) -> None:
         msg.cancel_timers()
+        if msg.early:
+            msg.early = False
+            self._early_held -= msg.size
         if self._incoming.get(msg.key) is msg:
             del self._incoming[msg.key]
         self._completed[msg.key] = msg.seg_count
@@ -629,9 +640,16 @@ class Engine:
             if hdr.msg_len > self.cfg.max_message:
                 self._drop("message larger than max_message", hdr)
                 return None
-            msg = Incoming(
-                self, key, hdr.msg_len, segment_count(hdr.msg_len, self.cfg.segment_size)
-            )
+            seg_count = segment_count(hdr.msg_len, self.cfg.segment_size)
+            if hdr.seg_count != seg_count:
+                self._drop("segment count does not match the message size", hdr)
+                return None
+            if self._early_held + hdr.msg_len > self.cfg.early_bytes:
+                self._drop("too much data nobody has asked for yet", hdr)
+                return None
+            msg = Incoming(self, key, hdr.msg_len, seg_count)
+            msg.early = True
+            self._early_held += hdr.msg_len
             self._incoming[key] = msg
         if not self._fits(msg, hdr):
             return None

@@ -635,7 +635,10 @@ def _tool_version_check(name: str, hint: str, version_flag: str | None = "--vers
     result = probe([path, version_flag])
     if result.error:
         return Check(name, False, f"{path} ({result.error})", hint, required)
-    version = first_line(result.output) or f"exit status {result.returncode}"
+    # p4c prints its own name first and "Version 1.2.4.8 (...)" on the next line
+    lines = [line.strip() for line in result.output.splitlines() if line.strip()]
+    versioned = [line for line in lines if "version" in line.lower()]
+    version = (versioned or lines or [f"exit status {result.returncode}"])[0]
     return Check(name, True, f"{version}  {path}", "", required)
 
 

@@ -47,7 +47,8 @@ class CommService(Protocol):
 class CommOptions:
     progress_timeout: float = 15.0  # a message that stops arriving for this long is an error
     # before its first byte a message may legitimately wait for a whole store-and-forward
-    # chain of ancestors (a binomial leaf), so that wait is bounded separately
+    # chain of ancestors (a binomial leaf), so that wait is bounded separately; so is a
+    # barrier's wait for the slowest rank
     first_data_timeout: float = 120.0
     op_timeout: float = 600.0  # no collective runs longer than this
     check_interval: float = 0.5
@@ -390,7 +391,7 @@ class CollCtx:
         epoch = self.comm._next_barrier_epoch()
         opts = self.comm.options
         await self.wait(
-            self.engine.barrier_arrive(self.comm.comm_id, epoch, opts.op_timeout),
+            self.engine.barrier_arrive(self.comm.comm_id, epoch, opts.first_data_timeout),
             f"switch barrier epoch {epoch}",
         )
 

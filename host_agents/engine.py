@@ -43,6 +43,7 @@ _SACK = struct.Struct("!Q")
 _NACK_RANGE = struct.Struct("!II")  # first segment, count
 MAX_NACK_RANGES = (wire.MAX_PAYLOAD // _NACK_RANGE.size) - 1
 BROADCAST_MAC = b"\xff" * 6
+REPAIR_BURST = 16  # segments one NACK of a published multicast gets resent at most
 
 
 class EngineError(Exception):
@@ -745,8 +746,12 @@ class Engine:
         source, last = self._published[key]
         now = self.loop.time()
         seg_count = segment_count(source.size, self.cfg.segment_size)
+        budget = REPAIR_BURST  # the requester asks again for the rest: no repair floods
         for first, count in ranges:
             for seg in range(first, min(first + count, seg_count)):
+                if budget == 0:
+                    return
+                budget -= 1
                 if now - last.get((requester, seg), -1e9) >= self.cfg.nack_delay * 4:
                     last[(requester, seg)] = now
                     self._send_mcast_segment(
@@ -1109,6 +1114,8 @@ class Engine:
         if root is not None:
             self._root_nack(root, ranges)
             return
+        if root_node == self.node:
+            return  # ours, not yet published or already withdrawn: nothing to repair from
         agg = self._aggregator(key)
         if agg is None:
             return

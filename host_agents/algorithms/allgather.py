@@ -112,16 +112,24 @@ async def recursive_doubling(ctx: CollCtx, recvbuf: bytearray, block: int) -> No
         await ctx.send(partner_extra, 99, bytes(recvbuf))
 
 
+IN_FLIGHT_SEGMENTS = 64  # multicast segments published at once across the communicator
+
+
 async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
-    """Every rank publishes its block on its own switch tree. Receivers ask the roots for
+    """Every rank publishes its block on its own switch tree, a sliding window of ranks at a
+    time: rank r publishes once it holds the block of rank r - W, W chosen so about
+    IN_FLIGHT_SEGMENTS segments are multicast at once (72 ranks publishing 16 KiB together
+    overflow BMv2's port buffers and the repairs that follow). Receivers ask the roots for
     what is missing whenever arrivals fall silent (repairs come by unicast), and one switch
     barrier tells everyone that every rank has every block, which is when the published
     blocks can go. No per-multicast ACKs: P^2 of them would dwarf the data."""
     engine, comm, epoch = ctx.engine, ctx.comm.comm_id, ctx.epoch
     view = memoryview(recvbuf)
-    ctx.step = "multicast own block"
+    segments = max(1, -(-block // engine.cfg.segment_size))
+    window = max(1, IN_FLIGHT_SEGMENTS // segments)
+    gate = ctx.rank - window  # publish once this rank's block is here
     mine = bytes(view[ctx.rank * block : (ctx.rank + 1) * block])
-    published = engine.mcast_publish(comm, epoch, wire.Tree.INNET, mine)
+    published = None
     pending = {
         rank: engine.mcast_incoming(ctx.node(rank), comm, epoch, wire.Tree.INNET, block)
         for rank in range(ctx.size)
@@ -131,7 +139,11 @@ async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
         ctx.step = "receive every block"
         quiet = engine.repair_quiet
         silent_since = engine.loop.time()
-        while pending:
+        while True:
+            if published is None and (gate < 0 or gate not in pending):
+                published = engine.mcast_publish(comm, epoch, wire.Tree.INNET, mine)
+            if not pending:
+                break
             done, _ = await asyncio.wait(
                 [m.done for m in pending.values()],
                 timeout=quiet,
@@ -155,4 +167,5 @@ async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
         ctx.step = "confirm with a switch barrier"
         await ctx.switch_barrier()
     finally:
-        engine.mcast_withdraw(published)
+        if published is not None:
+            engine.mcast_withdraw(published)

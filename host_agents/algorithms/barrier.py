@@ -23,7 +23,8 @@ async def innet(ctx: CollCtx) -> None:
     ctx.step = f"ARRIVE epoch {ctx.epoch}"
     opts = ctx.comm.options
     await ctx.wait(
-        ctx.engine.barrier_arrive(ctx.comm.comm_id, ctx.epoch, opts.op_timeout),
+        # waiting for the others to arrive is bounded like waiting for a first byte
+        ctx.engine.barrier_arrive(ctx.comm.comm_id, ctx.epoch, opts.first_data_timeout),
         "waiting for the switches' RELEASE",
     )
 

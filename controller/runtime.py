@@ -42,6 +42,7 @@ class _Split:
 
     expected: frozenset[int]
     answers: dict[int, tuple[int, int]] = field(default_factory=dict)
+    error: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     result: dict[int, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
 
@@ -215,35 +216,54 @@ class ControlPlane:
         membership: Membership | None = None,
     ) -> InstallReport:
         """Install a communicator's trees and barrier slots; answer once they are in place."""
+        (report,) = await self.create_many(
+            [tuple(members)], comm_id=comm_id, roots=roots, membership=membership
+        )
+        return report
+
+    async def create_many(
+        self,
+        groups: list[tuple[int, ...]],
+        *,
+        comm_id: int | None = None,
+        roots: tuple[int, ...] | None = None,
+        membership: Membership | None = None,
+    ) -> list[InstallReport]:
+        """Several communicators in one change: one recomputation, one push to each switch
+        (a split creates one per color)."""
         async with self._lock:
             started = time.perf_counter()
-            comm = Communicator(
-                comm_id if comm_id is not None else self._next_comm_id(),
-                tuple(members),
-                roots=roots,
-                membership=membership or self.membership,
-            )
-            if comm.comm_id in self.comms:
-                raise TopologyError(f"communicator {comm.comm_id} already exists")
-            self.comms[comm.comm_id] = comm
+            added: list[Communicator] = []
             try:
+                for members in groups:
+                    comm = Communicator(
+                        comm_id if comm_id is not None and not added else self._next_comm_id(),
+                        members,
+                        roots=roots,
+                        membership=membership or self.membership,
+                    )
+                    if comm.comm_id in self.comms:
+                        raise TopologyError(f"communicator {comm.comm_id} already exists")
+                    self.comms[comm.comm_id] = comm
+                    added.append(comm)
                 self._recompute()
             except Exception:
-                del self.comms[comm.comm_id]
+                for comm in added:
+                    self.comms.pop(comm.comm_id, None)
                 self._recompute()
                 raise
             changes, mps = await self._apply()
             seconds = time.perf_counter() - started
             LOG.info(
-                "communicator %d (%d members) installed in %.3f s: "
-                "%d P4Runtime changes, %d mini packets",
-                comm.comm_id,
-                len(comm.members),
+                "communicators %s installed in %.3f s: %d P4Runtime changes, %d mini packets",
+                [c.comm_id for c in added],
                 seconds,
                 changes,
                 mps,
             )
-            return InstallReport(comm.comm_id, seconds, len(self.switches), changes, mps)
+            return [
+                InstallReport(c.comm_id, seconds, len(self.switches), changes, mps) for c in added
+            ]
 
     async def ensure_trees(self, comm_id: int, root: int) -> InstallReport:
         """Make sure the trees of ``root`` are installed (persistent collectives' init)."""
@@ -291,12 +311,19 @@ class ControlPlane:
             for member, (c, k) in split.answers.items():
                 if c >= 0:
                     groups.setdefault(c, []).append((k, comm.members.index(member), member))
-            for _, entries in sorted(groups.items()):
-                ordered = tuple(m for _, _, m in sorted(entries))
-                report = await self.create(ordered)
-                for m in ordered:
-                    split.result[m] = (report.comm_id, ordered)
-            split.done.set()
+            parts = [
+                tuple(m for _, _, m in sorted(entries)) for _, entries in sorted(groups.items())
+            ]
+            try:
+                reports = await self.create_many(parts)
+                for part, report in zip(parts, reports, strict=True):
+                    for m in part:
+                        split.result[m] = (report.comm_id, part)
+            except Exception as exc:
+                split.error = str(exc)
+                raise
+            finally:
+                split.done.set()  # every waiter learns the outcome
             self._splits.pop(round_key, None)
         else:
             try:
@@ -306,6 +333,8 @@ class ControlPlane:
                 raise TimeoutError(
                     f"split of communicator {parent}: nodes {missing} never called it"
                 ) from None
+            if split.error is not None:
+                raise TopologyError(f"split of communicator {parent} failed: {split.error}")
         return split.result.get(node)
 
     def _comm(self, comm_id: int) -> Communicator:

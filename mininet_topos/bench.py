@@ -172,6 +172,7 @@ def compare_algorithms(
                         f"({time.perf_counter() - started:.0f} s)",
                         flush=True,
                     )
+    net.free_comm(comm_id)
     return rows
 
 
@@ -186,6 +187,7 @@ def persistent_vs_plain(
         Test("bcast", "innet", (size,), iterations=iterations, warmup=1, root=3),
     ]
     result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=1800)
+    net.free_comm(comm_id)
     rows = {("persistent" if r.persistent else "plain"): r for r in result.rows}
     out = {
         "communicator_install_us": install * 1e6,

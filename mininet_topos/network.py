@@ -401,6 +401,11 @@ class NetcollNetwork:
 
         return asyncio.run(create())
 
+    def free_comm(self, comm_id: int) -> None:
+        """Remove a communicator's switch state (the service's collective free, at once)."""
+        assert self.control is not None
+        self.call(self.control.free(comm_id), 120)
+
     # -- teardown ------------------------------------------------------------------------------
 
     def stop(self) -> None:

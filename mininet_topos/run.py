@@ -105,6 +105,14 @@ class NetcollCLI(CLI):
         except Exception as exc:
             print(f"error: {exc}")
 
+    def do_free(self, line: str) -> None:
+        """free COMM: remove a communicator and its switch state."""
+        try:
+            self.netcoll.free_comm(int(line.strip()))
+            print(f"communicator {line.strip()} freed")
+        except Exception as exc:
+            print(f"error: {exc}")
+
     def do_comms(self, _line: str) -> None:
         """comms: list the communicators and their members."""
         assert self.netcoll.control is not None
@@ -126,7 +134,10 @@ class NetcollCLI(CLI):
             comm_id, _ = self.netcoll.create_comm(members)
             test = Test(parts[0], parts[1], sizes, iterations, 1, root)
             workload = Workload(comm_id, members, [test], seed=random.randrange(1 << 31))
-            result = self.netcoll.launcher().launch(workload)
+            try:
+                result = self.netcoll.launcher().launch(workload)
+            finally:
+                self.netcoll.free_comm(comm_id)
             print(format_table(result.rows))
             print("OK" if result.ok else f"FAILED: {result.errors[:5]} wrong={result.wrong}")
         except Exception as exc:

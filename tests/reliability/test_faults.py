@@ -36,9 +36,13 @@ CASES = [
 def launch(net: NetcollNetwork, tests: list[Test], seed: int, comm_id: int | None = None) -> Any:
     """Run ``tests`` on every host, on a new communicator unless ``comm_id`` is given."""
     members = tuple(h.node_id for h in net.topo.hosts)
-    if comm_id is None:
-        comm_id, _ = net.create_comm(members)
-    return net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=600)
+    if comm_id is not None:
+        return net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=600)
+    comm_id, _ = net.create_comm(members)
+    try:
+        return net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=600)
+    finally:
+        net.free_comm(comm_id)
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ _NACK_RANGE = struct.Struct("!II")  # first segment, count
 MAX_NACK_RANGES = (wire.MAX_PAYLOAD // _NACK_RANGE.size) - 1
 BROADCAST_MAC = b"\xff" * 6
 REPAIR_BURST = 16  # segments one NACK of a published multicast gets resent at most
+MULTICAST_REPAIR_ASKERS = 4  # receivers asking for one segment at once: repair by multicast
 
 
 class EngineError(Exception):
@@ -248,6 +249,23 @@ class _Outgoing:
         self.backoff = 1.0
 
 
+@dataclass
+class _Published:
+    """A published multicast kept for repairs, and when each segment was last resent."""
+
+    source: Source
+    unicast_at: dict[tuple[int, int], float] = field(default_factory=dict)
+    multicast_at: dict[int, float] = field(default_factory=dict)
+    askers: dict[int, tuple[int, float]] = field(default_factory=dict)
+
+    def ask(self, seg: int, now: float, interval: float) -> int:
+        """Count one more request for ``seg``; how many came within ``interval``."""
+        count, since = self.askers.get(seg, (0, now))
+        count = count + 1 if now - since < interval else 1
+        self.askers[seg] = (count, since if count > 1 else now)
+        return count
+
+
 class _McastRoot:
     """The root's side of one reliable multicast."""
 
@@ -336,9 +354,7 @@ class Engine:
         self._completed: collections.OrderedDict[tuple[Any, ...], int] = collections.OrderedDict()
         self._early_held = 0  # bytes of messages created by arriving data, not yet asked for
         self._roots: dict[tuple[int, int, int, int], _McastRoot] = {}
-        self._published: dict[
-            tuple[int, int, int, int], tuple[Source, dict[tuple[int, int], float]]
-        ] = {}
+        self._published: dict[tuple[int, int, int, int], _Published] = {}
         self._aggregators: dict[tuple[int, int, int, int], _Aggregator] = {}
         self._aggregated: collections.OrderedDict[tuple[int, int, int, int], int] = (
             collections.OrderedDict()
@@ -732,7 +748,7 @@ class Engine:
         keeps control traffic O(P) instead of O(P^2) ACKs."""
         source = Source(data)
         key = (self.node, comm, epoch, tree)
-        self._published[key] = (source, {})
+        self._published[key] = _Published(source)
         for seg in range(segment_count(source.size, self.cfg.segment_size)):
             self._send_mcast_segment(key, source, seg, Flag.NO_ACK)
         return key
@@ -743,8 +759,10 @@ class Engine:
     def _repair(
         self, key: tuple[int, int, int, int], requester: int, ranges: list[tuple[int, int]]
     ) -> None:
-        source, last = self._published[key]
+        published = self._published[key]
+        source = published.source
         now = self.loop.time()
+        interval = self.cfg.nack_delay * 4
         seg_count = segment_count(source.size, self.cfg.segment_size)
         budget = REPAIR_BURST  # the requester asks again for the rest: no repair floods
         for first, count in ranges:
@@ -752,12 +770,21 @@ class Engine:
                 if budget == 0:
                     return
                 budget -= 1
-                if now - last.get((requester, seg), -1e9) >= self.cfg.nack_delay * 4:
-                    last[(requester, seg)] = now
+                if now - published.multicast_at.get(seg, -1e9) < interval:
+                    continue  # multicast again a moment ago: on its way to this requester too
+                if now - published.unicast_at.get((requester, seg), -1e9) < interval:
+                    continue
+                published.unicast_at[(requester, seg)] = now
+                if published.ask(seg, now, interval) >= MULTICAST_REPAIR_ASKERS:
+                    # many receivers lost it (a drop high in the tree): one multicast serves all
+                    published.multicast_at[seg] = now
+                    published.askers.pop(seg)
+                    self._send_mcast_segment(key, source, seg, Flag.NO_ACK | Flag.REPAIR)
+                else:
                     self._send_mcast_segment(
                         key, source, seg, Flag.NO_ACK | Flag.REPAIR, repair_to=requester
                     )
-                    self.stats.mcast_retransmissions += 1
+                self.stats.mcast_retransmissions += 1
 
     def _finish_root(self, root: _McastRoot) -> None:
         self._roots.pop(root.key, None)

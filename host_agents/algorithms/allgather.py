@@ -161,7 +161,16 @@ async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
             if now - silent_since > ctx.comm.options.progress_timeout:
                 missing = sorted(pending)[:8]
                 raise ctx.error(f"blocks of ranks {missing} never arrived ({len(pending)} missing)")
-            for rank, msg in pending.items():  # silence: ask for what is missing
+            # silence: ask for what is missing, but only from ranks that can have published:
+            # blocks already partly here, and the lowest `window` of the rest (a higher rank
+            # waits for a lower one). Asking all 71 ranks at once is a NACK storm that starves
+            # the data it asks for.
+            unseen_asked = 0
+            for rank, msg in sorted(pending.items()):
+                if msg.n_received == 0:
+                    if unseen_asked == window:
+                        continue
+                    unseen_asked += 1
                 engine.request_missing(msg, ctx.node(rank))
             quiet = min(quiet * 2, engine.cfg.rto_max)
         ctx.step = "confirm with a switch barrier"

@@ -383,6 +383,11 @@ class CollCtx:
                 opts.progress_timeout if current else opts.first_data_timeout
             ):
                 task.cancel()
+                if current:
+                    raise self.error(
+                        f"{what}: stalled, no new segment for {now - last_change:.1f} s "
+                        f"after {current} arrived"
+                    )
                 raise self.error(f"{what}: nothing arrived for {now - last_change:.1f} s")
 
     async def switch_barrier(self) -> None:

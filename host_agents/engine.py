@@ -305,6 +305,7 @@ class _Aggregator:
         self.cum = dict.fromkeys(members, 0)
         self.upstream = upstream
         self.reported = -1
+        self.reported_at = -1e9
         self.timer: asyncio.TimerHandle | None = None
         self.forwarded: dict[int, float] = {}  # first segment of a NACKed range -> when
 
@@ -1074,7 +1075,7 @@ class Engine:
         if agg is None:
             self._drop("multicast ACK for a tree this node does not aggregate", ack)
             return
-        self._merge(agg, member, cum)
+        repeated = not self._merge(agg, member, cum)
         merged = min(agg.cum.values())
         if merged >= ack.seg_count:
             if agg.timer is not None:
@@ -1087,13 +1088,18 @@ class Engine:
         elif merged > agg.reported:
             if agg.timer is None:
                 agg.timer = self.loop.call_later(self.cfg.ack_delay, self._report_merged, key)
-        elif ack.flags & Flag.LAST:
-            # a receiver answering a retransmission: our last report may have been lost
+        elif repeated and self.loop.time() - agg.reported_at >= self.cfg.nack_delay * 4:
+            # a member repeating itself answers a retransmission: the root has not heard our
+            # last report (lost on the way). Say it again, or a lost tail segment would be
+            # retransmitted from the wrong place forever.
             self._report_merged(key)
 
-    def _merge(self, agg: _Aggregator, member: int, cum: int) -> None:
+    def _merge(self, agg: _Aggregator, member: int, cum: int) -> bool:
+        """Record a member's progress; whether it moved."""
         if member in agg.cum and cum > agg.cum[member]:
             agg.cum[member] = cum
+            return True
+        return False
 
     def _report_merged(self, key: tuple[int, int, int, int]) -> None:
         agg = self._aggregators.get(key)
@@ -1101,6 +1107,7 @@ class Engine:
             return
         agg.timer = None
         agg.reported = min(agg.cum.values())
+        agg.reported_at = self.loop.time()
         self._report_upstream(key, agg.reported, agg.upstream)
 
     def _report_upstream(self, key: tuple[int, int, int, int], cum: int, upstream: int) -> None:

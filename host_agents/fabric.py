@@ -37,6 +37,8 @@ class Faults:
     delay: float = 0.0  # seconds per link traversal
     reorder_delay: float = 0.002
     only_link: LinkKey | None = None
+    # a chosen loss: frames this returns True for are dropped (tests of one exact failure)
+    drop_if: Callable[[LinkKey, bytes], bool] | None = None
 
     def applies_to(self, link: LinkKey) -> bool:
         return self.only_link is None or self.only_link == link
@@ -131,6 +133,9 @@ class Fabric:
         self.link_frames[link] += 1
         self.link_bytes[link] += len(frame)
         faults = self.faults
+        if faults.drop_if is not None and faults.drop_if(link, frame):
+            self.lost += 1
+            return
         if faults.applies_to(link) and (faults.loss or faults.duplicate or faults.reorder):
             if self.rng.random() < faults.loss:
                 self.lost += 1

@@ -9,6 +9,7 @@ result from the wrong instance or a misplaced segment is caught.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Awaitable, Callable
 
@@ -291,5 +292,48 @@ def test_wrong_use_fails_fast_naming_rank_and_step() -> None:
             return_exceptions=True,
         )
         assert isinstance(results[1], Exception) and "bytes" in str(results[1])
+
+    run(body, timeout=60)
+
+
+def test_lost_tail_and_lost_coroot_report_still_complete() -> None:
+    """The last segment is lost everywhere, and every remote co-root's report to the root is
+    lost until the root retransmits: the co-roots must say again where their groups stand,
+    or the root retransmits the wrong segments until it gives up."""
+    from controller import wire
+
+    members = tuple(HOSTS)
+    root = members[0]
+    coroots = {
+        min(h.node_id for h in TOPO.hosts if h.group == g)
+        for g in {h.group for h in TOPO.hosts}
+        if g != TOPO.host_by_node(root).group
+    }
+    retransmitted = False
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        nonlocal retransmitted
+        hdr = wire.parse_frame(frame).hdr
+        if hdr.op == wire.Op.MCAST:
+            if hdr.flags & wire.Flag.RETRANSMIT:
+                retransmitted = True
+                return False
+            return bool(hdr.flags & wire.Flag.LAST)  # the tail's first copy, everywhere
+        from_coroot = link[0] == -1 and link[1] in coroots
+        return hdr.op == wire.Op.ACK and hdr.dst_node == root and from_coroot and not retransmitted
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        config = dataclasses.replace(FAST, peer_timeout=5.0)
+        cluster = Cluster(
+            TOPO,
+            members,
+            loop=loop,
+            config=config,
+            options=OPTIONS,
+            faults=Faults(drop_if=drop_if),
+        )
+        data = pattern(7, size=6 * config.segment_size - 100)  # more than one retransmit burst
+        await bcast_all(cluster.comms, 0, data, "innet")
+        assert retransmitted and cluster.fabric.lost > 0
 
     run(body, timeout=60)

@@ -27,12 +27,12 @@ from host_agents.engine import Engine, EngineConfig
 from host_agents.plans import PlanBook
 from host_agents.port import RawSocketPort
 from host_agents.service_client import ServiceClient
-from host_agents.workload import Instance, Test, Workload
+from host_agents.workload import CollectiveTest, Instance, Workload
 
 LOG = logging.getLogger("netcoll.agent")
 
 
-async def run_test(comm: Comm, test: Test, index: int, seed: int) -> list[dict[str, Any]]:
+async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> list[dict[str, Any]]:
     """Every size of one test: warm-up and timed iterations, each checked."""
     out = []
     sync = "innet" if comm.innet else "dissemination"
@@ -85,7 +85,7 @@ async def run_test(comm: Comm, test: Test, index: int, seed: int) -> list[dict[s
     return out
 
 
-async def _init_persistent(comm: Comm, test: Test, size: int) -> Persistent[Any]:
+async def _init_persistent(comm: Comm, test: CollectiveTest, size: int) -> Persistent[Any]:
     if test.collective == "bcast":
         return await comm.bcast_init(test.root, size=size, algorithm=test.algorithm)
     if test.collective == "barrier":
@@ -96,7 +96,11 @@ async def _init_persistent(comm: Comm, test: Test, size: int) -> Persistent[Any]
 
 
 async def _one(
-    comm: Comm, test: Test, size: int, data: bytes | None, persistent: Persistent[Any] | None
+    comm: Comm,
+    test: CollectiveTest,
+    size: int,
+    data: bytes | None,
+    persistent: Persistent[Any] | None,
 ) -> Any:
     if persistent is not None:
         persistent.start(data)

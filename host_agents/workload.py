@@ -18,7 +18,7 @@ COLLECTIVES = ("bcast", "barrier", "scatter", "allgather")
 
 
 @dataclass(frozen=True, slots=True)
-class Test:
+class CollectiveTest:
     collective: str
     algorithm: str = "auto"
     sizes: tuple[int, ...] = (0,)
@@ -43,7 +43,7 @@ class Test:
 class Workload:
     comm_id: int
     members: tuple[int, ...]
-    tests: list[Test]
+    tests: list[CollectiveTest]
     seed: int = 1
     innet: bool = True
     rendezvous: str = "start"
@@ -58,7 +58,7 @@ class Workload:
     def load(cls, path: Path) -> Workload:
         data = json.loads(path.read_text())
         data["members"] = tuple(data["members"])
-        data["tests"] = [Test(**{**t, "sizes": tuple(t["sizes"])}) for t in data["tests"]]
+        data["tests"] = [CollectiveTest(**{**t, "sizes": tuple(t["sizes"])}) for t in data["tests"]]
         return cls(**data)
 
 

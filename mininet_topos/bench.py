@@ -26,7 +26,7 @@ from controller import p4info, routing, trees, wire
 from controller.topology import Topology
 from host_agents import algorithms
 from host_agents.report import Row, format_table, save
-from host_agents.workload import Test, Workload
+from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.network import NetcollNetwork, NetworkOptions
 
 DATA_COLUMNS = (wire.Op.MCAST, wire.Op.UNICAST, wire.Op.ACK, wire.Op.NACK, wire.Op.CTRL)
@@ -126,7 +126,7 @@ def run_cell(
     meter: LinkMeter,
     comm_id: int,
     members: tuple[int, ...],
-    test: Test,
+    test: CollectiveTest,
     seed: int,
 ) -> Row | None:
     before = meter.snapshot()
@@ -156,7 +156,9 @@ def compare_algorithms(
     for collective, table in algorithms.REGISTRY.items():
         for name in table:
             for size in sizes[collective]:
-                test = Test(collective, name, (size,), iterations=iterations, warmup=1, root=1)
+                test = CollectiveTest(
+                    collective, name, (size,), iterations=iterations, warmup=1, root=1
+                )
                 started = time.perf_counter()
                 row = run_cell(net, meter, comm_id, members, test, seed)
                 if row is not None:
@@ -183,8 +185,10 @@ def persistent_vs_plain(
     members = tuple(h.node_id for h in net.topo.hosts)
     comm_id, install = net.create_comm(members, roots=[])  # no trees until a persistent init
     tests = [
-        Test("bcast", "innet", (size,), iterations=iterations, warmup=1, root=3, persistent=True),
-        Test("bcast", "innet", (size,), iterations=iterations, warmup=1, root=3),
+        CollectiveTest(
+            "bcast", "innet", (size,), iterations=iterations, warmup=1, root=3, persistent=True
+        ),
+        CollectiveTest("bcast", "innet", (size,), iterations=iterations, warmup=1, root=3),
     ]
     result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=1800)
     net.free_comm(comm_id)
@@ -219,7 +223,9 @@ def replication_modes(
             comm_id, install = net.create_comm(members)
             assert net.control is not None
             filtered_before = sum(_filtered(net, i) for i in net.control.switches)
-            test = Test("bcast", "innet", (size,), iterations=iterations, warmup=1, root=1)
+            test = CollectiveTest(
+                "bcast", "innet", (size,), iterations=iterations, warmup=1, root=1
+            )
             result = net.launcher().launch(
                 Workload(comm_id, members, [test], seed=seed), timeout=1800
             )

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from host_agents.report import format_table, save
-from host_agents.workload import COLLECTIVES, Test, Workload
+from host_agents.workload import COLLECTIVES, CollectiveTest, Workload
 from mininet_topos.network import NetcollNetwork
 from mininet_topos.run import add_network_arguments, with_network
 
@@ -63,7 +63,7 @@ def launch(net: NetcollNetwork, args: argparse.Namespace, seed: int) -> int:
     root = rng.randrange(len(members)) if args.root == "random" else int(args.root)
     sizes = tuple(int(s) for s in args.sizes.split(","))
     tests = [
-        Test(
+        CollectiveTest(
             args.collective,
             name,
             sizes,

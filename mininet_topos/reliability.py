@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from host_agents.workload import Test, Workload
+from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.linkemu import Impairment
 from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
 
@@ -116,7 +116,7 @@ def run_matrix(
                 )
                 continue
             before = net.fault_stats()["totals"]["lost"]
-            test = Test(
+            test = CollectiveTest(
                 collective, algorithm, (size,), iterations=ops, warmup=0, root=1, sync=False
             )
             cell_started = time.monotonic()

@@ -21,7 +21,7 @@ from controller.p4info import ProgramError
 from controller.switch_state import CapacityError
 from controller.topology import TopologyError
 from host_agents.report import format_table
-from host_agents.workload import Test, Workload
+from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
 
 
@@ -132,7 +132,7 @@ class NetcollCLI(CLI):
             root = int(parts[4]) if len(parts) > 4 else 0
             members = self._members(parts[5] if len(parts) > 5 else "all")
             comm_id, _ = self.netcoll.create_comm(members)
-            test = Test(parts[0], parts[1], sizes, iterations, 1, root)
+            test = CollectiveTest(parts[0], parts[1], sizes, iterations, 1, root)
             workload = Workload(comm_id, members, [test], seed=random.randrange(1 << 31))
             try:
                 result = self.netcoll.launcher().launch(workload)

@@ -13,7 +13,7 @@ import pytest
 
 from host_agents import algorithms
 from host_agents.report import format_table
-from host_agents.workload import Test, Workload
+from host_agents.workload import CollectiveTest, Workload
 
 SIZES = {
     "bcast": (1, 16384, 1 << 20),
@@ -24,7 +24,9 @@ SIZES = {
 CASES = [(kind, name) for kind, table in algorithms.REGISTRY.items() for name in table]
 
 
-def run(network, members: tuple[int, ...], tests: list[Test], seed: int, timeout: float = 1200):  # type: ignore[no-untyped-def]
+def run(
+    network, members: tuple[int, ...], tests: list[CollectiveTest], seed: int, timeout: float = 1200
+):  # type: ignore[no-untyped-def]
     comm_id, install = network.create_comm(members)
     try:
         result = network.launcher().launch(
@@ -45,7 +47,9 @@ def run(network, members: tuple[int, ...], tests: list[Test], seed: int, timeout
 def test_full_communicator(network, collective: str, algorithm: str, test_seed: int) -> None:  # type: ignore[no-untyped-def]
     members = tuple(h.node_id for h in network.topo.hosts)
     root = len(members) // 3
-    test = Test(collective, algorithm, SIZES[collective], iterations=2, warmup=1, root=root)
+    test = CollectiveTest(
+        collective, algorithm, SIZES[collective], iterations=2, warmup=1, root=root
+    )
     run(network, members, [test], test_seed)
 
 
@@ -58,7 +62,7 @@ def test_random_subset_and_root(
     root = test_rng.randrange(len(members))
     print(f"subset of {len(members)} hosts {members}, root rank {root}")
     tests = [
-        Test(collective, name, SIZES[collective][:2], iterations=1, warmup=0, root=root)
+        CollectiveTest(collective, name, SIZES[collective][:2], iterations=1, warmup=0, root=root)
         for name in algorithms.REGISTRY[collective]
     ]
     run(network, members, tests, test_seed)
@@ -67,7 +71,9 @@ def test_random_subset_and_root(
 @pytest.mark.parametrize("algorithm", ["innet", "binomial"])
 def test_persistent_bcast_started_100_times(network, algorithm: str, test_seed: int) -> None:  # type: ignore[no-untyped-def]
     members = tuple(h.node_id for h in network.topo.hosts)
-    test = Test("bcast", algorithm, (4096,), iterations=100, warmup=0, root=5, persistent=True)
+    test = CollectiveTest(
+        "bcast", algorithm, (4096,), iterations=100, warmup=0, root=5, persistent=True
+    )
     result = run(network, members, [test], test_seed)
     assert result.rows[0].iterations == 100
 
@@ -78,9 +84,9 @@ def test_split_by_group_then_collectives_on_the_parts(network, test_seed: int) -
     members = tuple(h.node_id for h in network.topo.hosts)
     comm_id, _ = network.create_comm(members)
     tests = [
-        Test("bcast", "innet", (4096,), iterations=3, warmup=0, root=1),
-        Test("barrier", "innet", (0,), iterations=3, warmup=0),
-        Test("allgather", "innet", (256,), iterations=2, warmup=0),
+        CollectiveTest("bcast", "innet", (4096,), iterations=3, warmup=0, root=1),
+        CollectiveTest("barrier", "innet", (0,), iterations=3, warmup=0),
+        CollectiveTest("allgather", "innet", (256,), iterations=2, warmup=0),
     ]
     try:
         result = network.launcher().launch(

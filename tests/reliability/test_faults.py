@@ -15,7 +15,7 @@ from scapy.packet import Raw, fuzz
 from controller import wire
 from controller.scapy_layers import Coll
 from host_agents.report import format_table
-from host_agents.workload import Test, Workload
+from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.linkemu import Impairment
 from mininet_topos.network import NetcollNetwork
 
@@ -33,7 +33,9 @@ CASES = [
 ]
 
 
-def launch(net: NetcollNetwork, tests: list[Test], seed: int, comm_id: int | None = None) -> Any:
+def launch(
+    net: NetcollNetwork, tests: list[CollectiveTest], seed: int, comm_id: int | None = None
+) -> Any:
     """Run ``tests`` on every host, on a new communicator unless ``comm_id`` is given."""
     members = tuple(h.node_id for h in net.topo.hosts)
     if comm_id is not None:
@@ -52,7 +54,9 @@ def test_100_consecutive_operations_under_faults(
     faulty_network: NetcollNetwork, collective: str, algorithm: str, size: int, test_seed: int
 ) -> None:
     before = faulty_network.fault_stats()["totals"]
-    test = Test(collective, algorithm, (size,), iterations=100, warmup=0, root=1, sync=False)
+    test = CollectiveTest(
+        collective, algorithm, (size,), iterations=100, warmup=0, root=1, sync=False
+    )
     result = launch(faulty_network, [test], test_seed)
     after = faulty_network.fault_stats()["totals"]
     print(format_table(result.rows))
@@ -73,7 +77,7 @@ def test_switch_restart_mid_run(faulty_network: NetcollNetwork, test_seed: int) 
     net = faulty_network
     net.set_faults(Impairment())  # the restart is the fault here
     try:
-        busy = [Test("bcast", "innet", (4096,), iterations=300, warmup=0, sync=False)]
+        busy = [CollectiveTest("bcast", "innet", (4096,), iterations=300, warmup=0, sync=False)]
         comm_id, _ = net.create_comm(tuple(h.node_id for h in net.topo.hosts))
         outcome: dict[str, Any] = {}
         runner = threading.Thread(
@@ -89,7 +93,7 @@ def test_switch_restart_mid_run(faulty_network: NetcollNetwork, test_seed: int) 
             f"{'survived' if during.ok else 'failed: ' + str(during.errors[:1])}"
         )
         assert net.control is not None and net.control.restarts >= 1
-        tests = [Test(c, a, (s,), iterations=5, warmup=0, root=2) for c, a, s in CASES]
+        tests = [CollectiveTest(c, a, (s,), iterations=5, warmup=0, root=2) for c, a, s in CASES]
         after = launch(net, tests, test_seed + 1)
         print(format_table(after.rows))
         assert after.ok, after.errors[:3]
@@ -106,8 +110,8 @@ def test_ten_thousand_bad_frames_at_an_agent(
     frames = 10_000
     outcome: dict[str, Any] = {}
     tests = [
-        Test("bcast", "innet", (8192,), iterations=150, warmup=0, sync=False),
-        Test("allgather", "ring", (512,), iterations=10, warmup=0),
+        CollectiveTest("bcast", "innet", (8192,), iterations=150, warmup=0, sync=False),
+        CollectiveTest("allgather", "ring", (512,), iterations=10, warmup=0),
     ]
     runner = threading.Thread(target=lambda: outcome.update(result=launch(net, tests, test_seed)))
     runner.start()

@@ -279,6 +279,19 @@ class ControlPlane:
                 comm_id, time.perf_counter() - started, len(self.switches), changes, mps
             )
 
+    async def released_barrier_epoch(self, comm_id: int) -> int:
+        """The newest barrier epoch the root switch of ``comm_id``'s barrier tree released.
+
+        The switches keep counting a communicator's epochs across jobs, while a new job's
+        agents start from nothing: they resume from this (else an ARRIVE for an epoch the
+        switch already released is answered at once, as a late arrival, and the barrier
+        does not wait)."""
+        assert self.mp is not None
+        comm = self._comm(comm_id)
+        tree = trees.barrier_tree(self.topo, comm.members)
+        reply = await self.mp.read_barrier(self.topo.switch(tree.root_switch).node_id, comm_id)
+        return int(reply.epoch)
+
     async def free(self, comm_id: int, node: int | None = None) -> bool:
         """Remove a communicator once every member freed it (node=None: at once)."""
         async with self._lock:

@@ -9,7 +9,9 @@ every answer repeats the id with ``ok`` and either the result or an ``error`` te
   split         {comm_id, node, color, key} -> {comm_id, members} or {comm_id: null}
   free          {comm_id, node} -> {removed: bool}
   ensure_trees  {comm_id, root} -> {install_seconds}
-  rendezvous    {name, node, expected} -> {} once ``expected`` nodes joined ``name``
+  rendezvous    {name, node, expected, comm_id?} -> {joined, barrier_epoch?} once ``expected``
+                nodes joined ``name``; with comm_id, the epoch its barrier switches released
+                (a new job on an existing communicator resumes its barriers from there)
   status        {} -> {communicators: {id: members}, restarts}
 """
 
@@ -19,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +32,22 @@ LOG = logging.getLogger(__name__)
 MAX_LINE = 1 << 20
 
 
+@dataclass
+class _Rendezvous:
+    expected: int
+    joined: set[int] = field(default_factory=set)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    answer: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    answered: int = 0
+
+
 class CommService:
     def __init__(self, control: ControlPlane, path: Path) -> None:
         self.control = control
         self.path = path
         self._server: asyncio.AbstractServer | None = None
-        self._rendezvous: dict[str, tuple[set[int], asyncio.Event]] = {}
+        self._rendezvous: dict[str, _Rendezvous] = {}
         self.requests = 0
 
     async def start(self) -> None:
@@ -109,8 +122,12 @@ class CommService:
             report = await control.ensure_trees(int(request["comm_id"]), int(request["root"]))
             return {"install_seconds": report.seconds}
         if op == "rendezvous":
+            comm_id = request.get("comm_id")
             return await self._join(
-                str(request["name"]), int(request["node"]), int(request["expected"])
+                str(request["name"]),
+                int(request["node"]),
+                int(request["expected"]),
+                None if comm_id is None else int(comm_id),
             )
         if op == "status":
             return {
@@ -119,10 +136,24 @@ class CommService:
             }
         raise ValueError(f"unknown op {op!r}")
 
-    async def _join(self, name: str, node: int, expected: int) -> dict[str, Any]:
-        joined, event = self._rendezvous.setdefault(name, (set(), asyncio.Event()))
-        joined.add(node)
-        if len(joined) >= expected:
-            event.set()
-        await event.wait()
-        return {"joined": len(joined)}
+    async def _join(
+        self, name: str, node: int, expected: int, comm_id: int | None
+    ) -> dict[str, Any]:
+        meeting = self._rendezvous.setdefault(name, _Rendezvous(expected))
+        meeting.joined.add(node)
+        if len(meeting.joined) >= expected and not meeting.done.is_set():
+            answer: dict[str, Any] = {"joined": len(meeting.joined)}
+            try:
+                if comm_id is not None:
+                    answer["barrier_epoch"] = await self.control.released_barrier_epoch(comm_id)
+                meeting.answer = answer
+            except Exception as exc:
+                meeting.error = f"rendezvous {name!r}: {exc}"
+            meeting.done.set()
+        await meeting.done.wait()
+        meeting.answered += 1
+        if meeting.answered >= meeting.expected:
+            self._rendezvous.pop(name, None)
+        if meeting.error is not None:
+            raise RuntimeError(meeting.error)
+        return meeting.answer

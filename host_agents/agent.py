@@ -138,9 +138,15 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
     )
     report: dict[str, Any] = {"node": args.node, "rank": comm.rank, "tests": [], "error": None}
     try:
-        await service.rendezvous(
-            workload.rendezvous, args.node, len(workload.members), timeout=args.start_timeout
+        released = await service.rendezvous(
+            workload.rendezvous,
+            args.node,
+            len(workload.members),
+            timeout=args.start_timeout,
+            comm_id=workload.comm_id if workload.innet else None,
         )
+        if released is not None:
+            comm.resume_barrier_epochs(released)
         target = comm
         if workload.split is not None:
             place = directory.group_of if workload.split == "group" else directory.switch_of

@@ -95,6 +95,12 @@ class Comm:
         self.engine.note_epoch(self.comm_id, self._epoch)
         return self._epoch
 
+    def resume_barrier_epochs(self, released: int) -> None:
+        """Continue the switches' barrier epochs (an earlier job on this communicator left
+        them at ``released``); call before the first barrier."""
+        self._barrier_epoch = released & 0xFFFF
+        self.engine.resume_barrier(self.comm_id, self._barrier_epoch)
+
     def _next_barrier_epoch(self) -> int:
         self._barrier_epoch = (self._barrier_epoch + 1) & 0xFFFF
         return self._barrier_epoch

@@ -378,6 +378,14 @@ class Engine:
         self._released.setdefault(comm, base_epoch)
         self._newest_epoch.setdefault(comm, 0)
 
+    def resume_barrier(self, comm: int, released: int) -> None:
+        """The switches already released ``comm``'s barriers up to ``released`` (an earlier
+        job on this communicator): the next ARRIVE is for the epoch after it."""
+        if comm not in self._released:
+            raise EngineError(f"communicator {comm} is not registered on node {self.node}")
+        self._released[comm] = released
+        self._arrived[comm] = released
+
     def forget_comm(self, comm: int) -> None:
         self.directory.comms.pop(comm, None)
         self._released.pop(comm, None)

@@ -101,5 +101,13 @@ class ServiceClient:
         reply = await self.call("ensure_trees", comm_id=comm_id, root=root)
         return float(reply["install_seconds"])
 
-    async def rendezvous(self, name: str, node: int, expected: int, timeout: float) -> None:
-        await self.call("rendezvous", timeout=timeout, name=name, node=node, expected=expected)
+    async def rendezvous(
+        self, name: str, node: int, expected: int, timeout: float, comm_id: int | None = None
+    ) -> int | None:
+        """Wait until ``expected`` nodes joined ``name``; with ``comm_id``, returns the barrier
+        epoch the switches released for it (None without)."""
+        reply = await self.call(
+            "rendezvous", timeout=timeout, name=name, node=node, expected=expected, comm_id=comm_id
+        )
+        epoch = reply.get("barrier_epoch")
+        return None if epoch is None else int(epoch)

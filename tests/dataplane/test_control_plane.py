@@ -5,6 +5,7 @@ from the management port write and read back the barrier slots."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,3 +120,38 @@ def test_errors_name_the_problem(controlled: tuple[SingleSwitchLab, ControlPlane
         call(tmp / "service.sock", {"op": "free", "comm_id": 200, "node": 1})
     with pytest.raises(ServiceError, match="unknown op"):
         call(tmp / "service.sock", {"op": "launch_missiles"})
+
+
+def test_rendezvous_tells_a_new_job_where_the_barriers_are(
+    controlled: tuple[SingleSwitchLab, ControlPlane, Path],
+) -> None:
+    """A second job on an existing communicator must not restart its barrier epochs at 0:
+    the switch would answer those ARRIVEs at once as late arrivals and the barrier would
+    not wait for anybody."""
+    from controller.wire import Op
+    from tests.dataplane_scenarios import frame
+
+    lab, control, tmp = controlled
+    path = tmp / "service.sock"
+    (created,) = call(path, {"op": "create", "members": [1, 2, 3, 4]})
+    comm = int(created["comm_id"])  # type: ignore[call-overload]
+    for epoch in (1, 2, 3):  # the first job: three barriers, every member arrives
+        for port in (1, 2, 3, 4):
+            lab.sockets[port].send(frame(Op.ARRIVE, src=port, comm_id=comm, epoch=epoch, port=port))
+    deadline = time.monotonic() + 10
+    while lab._call(control.barrier_state(0, comm), 10).epoch != 3:
+        assert time.monotonic() < deadline, "the switch did not release epoch 3 within 10 s"
+        time.sleep(0.05)
+    answers = call(
+        path,
+        *(
+            {"op": "rendezvous", "name": "job2", "node": n, "expected": 4, "comm_id": comm}
+            for n in (1, 2, 3, 4)
+        ),
+    )
+    assert [a["barrier_epoch"] for a in answers] == [3, 3, 3, 3]
+    (plain,) = call(path, {"op": "rendezvous", "name": "job3", "node": 1, "expected": 1})
+    assert "barrier_epoch" not in plain
+    with pytest.raises(ServiceError, match="unknown communicator 200"):
+        call(path, {"op": "rendezvous", "name": "job4", "node": 1, "expected": 1, "comm_id": 200})
+    call(path, *({"op": "free", "comm_id": comm, "node": n} for n in (1, 2, 3, 4)))

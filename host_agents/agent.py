@@ -162,7 +162,13 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
             await target.free()
         # like MPI_Finalize: a rank keeps serving (co-root ACK merging, repairs) until every
         # rank is done, so nobody's last collective waits on an agent that already left
-        await comm.barrier(algorithm="innet" if comm.innet else "dissemination")
+        if comm.innet:
+            await comm.barrier(algorithm="innet")
+        else:
+            # a host barrier's last message may lose its ACK after the receiver passed the
+            # barrier: stay until the sender's retransmissions (if any) stop
+            await comm.barrier(algorithm="dissemination")
+            await engine.linger(quiet=config.rto_max * 1.25, limit=config.peer_timeout)
     except Exception as exc:
         report["error"] = str(exc)
         LOG.error("%s", exc)

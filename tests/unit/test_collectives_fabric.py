@@ -337,3 +337,38 @@ def test_lost_tail_and_lost_coroot_report_still_complete() -> None:
         assert retransmitted and cluster.fabric.lost > 0
 
     run(body, timeout=60)
+
+
+def test_a_rank_lingering_after_its_last_barrier_repairs_a_lost_ack() -> None:
+    """The ACK of the last message of a host barrier is lost after its receiver passed the
+    barrier: the receiver must stay (linger) until the sender's retransmission is re-ACKed,
+    or the sender fails once its peer has left."""
+    from controller import wire
+
+    members = tuple(HOSTS[:2])
+    dropped = 0
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        nonlocal dropped
+        hdr = wire.parse_frame(frame).hdr
+        if dropped == 0 and hdr.op == wire.Op.ACK and hdr.src_node == members[1]:
+            dropped += 1
+            return True
+        return False
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        config = dataclasses.replace(FAST, peer_timeout=3.0)
+        cluster = Cluster(
+            TOPO, members, loop=loop, config=config, options=OPTIONS, faults=Faults(drop_if=drop_if)
+        )
+        first, second = cluster.comms
+
+        async def second_finishes_and_leaves() -> None:
+            await second.barrier(algorithm="dissemination")
+            await second.engine.linger(quiet=config.rto_max * 1.25, limit=config.peer_timeout)
+            second.engine.port.close()  # the agent process exits
+
+        await asyncio.gather(first.barrier(algorithm="dissemination"), second_finishes_and_leaves())
+        assert dropped == 1
+
+    run(body, timeout=60)

@@ -42,6 +42,8 @@ SETTINGS = (
     ),
 )
 
+FULL_OPS = 1000  # operations per cell of the full matrix
+
 # (collective, algorithm, bytes): the in-network algorithm where one exists, and a host one
 CELLS = (
     ("bcast", "innet", 16384),
@@ -161,6 +163,7 @@ def write_report(
     seconds: float,
     budget: float,
     members: str = "all",
+    command: str = "make reliability",
 ) -> None:
     who = "every host" if members == "all" else "one host of every router"
     lines = [
@@ -172,6 +175,13 @@ def write_report(
         f"(no barrier between them), seed {seed}, on {platform.machine()} "
         f"with {_cores()} cores. "
         f"Total {seconds / 60:.1f} min of a {budget / 60:.0f} min budget.",
+        "",
+        f"Command: `{command}`"
+        + (
+            ""
+            if ops >= FULL_OPS
+            else f" (a reduced run: the full matrix is {FULL_OPS} operations per cell)."
+        ),
         "",
         "Faults come from the seeded link emulator: every host and switch link runs through it,",
         "and each frame is lost, duplicated or held back (reordered, up to 5 ms) with the",
@@ -217,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--topo", default="df:2,4,2")
-    parser.add_argument("--ops", type=int, default=1000, help="consecutive operations per cell")
+    parser.add_argument("--ops", type=int, default=FULL_OPS, help="consecutive operations per cell")
     parser.add_argument(
         "--budget", type=float, default=7200.0, help="seconds the whole matrix may take"
     )
@@ -260,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds=seconds,
         budget=args.budget,
         members=args.members,
+        command=" ".join(["python -m mininet_topos.reliability", *(argv or sys.argv[1:])]),
     )
     bad = [o for o in outcomes if o.wrong or o.failures or o.note.startswith("not run")]
     print(

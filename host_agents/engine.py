@@ -92,6 +92,21 @@ class EngineConfig:
     completed_memory: int = 8192  # completed messages remembered to re-ACK their duplicates
 
 
+def missing_runs(received: bytearray, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+    """Runs of segments not received in [start, end), as (first, count), at most ``limit``."""
+    runs: list[tuple[int, int]] = []
+    seg = start
+    while seg < end and len(runs) < limit:
+        if received[seg]:
+            seg += 1
+            continue
+        first = seg
+        while seg < end and not received[seg]:
+            seg += 1
+        runs.append((first, seg - first))
+    return runs
+
+
 @dataclass(slots=True)
 class EngineStats:
     frames_sent: int = 0
@@ -194,17 +209,7 @@ class Incoming(Source):
 
     def missing_ranges(self, limit: int) -> list[tuple[int, int]]:
         """Holes below the highest segment seen, as (first, count)."""
-        ranges: list[tuple[int, int]] = []
-        seg = self.contiguous
-        while seg < self.highest and len(ranges) < limit:
-            if self.received[seg]:
-                seg += 1
-                continue
-            first = seg
-            while seg < self.highest and not self.received[seg]:
-                seg += 1
-            ranges.append((first, seg - first))
-        return ranges
+        return missing_runs(self.received, self.contiguous, self.highest, limit)
 
     def cancel_timers(self) -> None:
         for timer in (self.ack_timer, self.nack_timer):
@@ -1034,16 +1039,7 @@ class Engine:
         caller decides when (after a silence: under load, slow is not lost)."""
         if msg.done.done():
             return
-        ranges: list[tuple[int, int]] = []
-        seg = 0
-        while seg < msg.seg_count and len(ranges) < MAX_NACK_RANGES:
-            if msg.received[seg]:
-                seg += 1
-                continue
-            first = seg
-            while seg < msg.seg_count and not msg.received[seg]:
-                seg += 1
-            ranges.append((first, seg - first))
+        ranges = missing_runs(msg.received, 0, msg.seg_count, MAX_NACK_RANGES)
         _, _, comm, epoch, tree = msg.key
         nack = wire.Header(
             op=Op.NACK,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections import deque
 
 import pytest
 
@@ -28,6 +27,7 @@ from controller.topology import (
     line,
     single_switch,
 )
+from tests.graph_reference import shortest_hops
 
 pytestmark = pytest.mark.unit
 
@@ -40,18 +40,6 @@ def df242(request: pytest.FixtureRequest) -> Topology:
 @pytest.fixture(scope="module")
 def df6126() -> Topology:
     return dragonfly(6, 12, 6, "absolute")
-
-
-def shortest_hops(topo: Topology, source: int) -> dict[int, int]:
-    dist = {source: 0}
-    queue = deque([source])
-    while queue:
-        here = queue.popleft()
-        for there in topo.neighbours(here):
-            if there not in dist:
-                dist[there] = dist[here] + 1
-                queue.append(there)
-    return dist
 
 
 def check_minimal_route(topo: Topology, src: int, dst: int) -> list[int]:

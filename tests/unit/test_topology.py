@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from controller.topology import (
     single_switch,
 )
 from controller.topology_cli import main as topo_main
+from tests.graph_reference import shortest_hops
 
 pytestmark = pytest.mark.unit
 
@@ -47,14 +48,7 @@ def bfs_diameter(topo: Topology) -> int:
     """Reference diameter: one BFS per switch (only for small topologies)."""
     worst = 0
     for source in range(topo.num_switches):
-        dist = {source: 0}
-        queue = deque([source])
-        while queue:
-            here = queue.popleft()
-            for there in topo.neighbours(here):
-                if there not in dist:
-                    dist[there] = dist[here] + 1
-                    queue.append(there)
+        dist = shortest_hops(topo, source)
         assert len(dist) == topo.num_switches
         worst = max(worst, *dist.values())
     return worst

@@ -13,10 +13,12 @@ responsive; :meth:`NetcollNetwork.call` runs a coroutine there and waits, bounde
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -123,6 +125,10 @@ def _disable_ipv6(intf: str) -> None:
         path.write_text("1")
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 class NetcollNetwork:
     def __init__(self, options: NetworkOptions) -> None:
         self.options = options
@@ -157,6 +163,9 @@ class NetcollNetwork:
             if not path.exists():
                 raise BringUpError(f"{path} is missing: run 'make build'")
         self._check_ports()
+        if threading.current_thread() is threading.main_thread():
+            # `kill` (SIGTERM) unwinds like Ctrl-C, so the caller's stop() tears the network down
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
         started = time.perf_counter()
         shutil.rmtree(opts.run_dir, ignore_errors=True)
         opts.run_dir.mkdir(parents=True)
@@ -378,7 +387,11 @@ class NetcollNetwork:
             host = net.get(self.topo.host_by_node(node).name)
             run = Path(argv[argv.index("--workload") + 1]).parent
             log = (run / "logs" / f"{node}.log").open("wb")
-            return host.popen(argv, stdout=log, stderr=log, cwd=str(Path.cwd()))
+            proc = host.popen(argv, stdout=log, stderr=log, cwd=str(Path.cwd()))
+            if self.registry is not None:  # so `make stop` ends agents a crash left behind
+                with contextlib.suppress(ProcessLookupError):  # it already finished
+                    self.registry.record_process(proc.pid, f"host agent {node}")
+            return proc
 
         return Launcher(
             spawn,

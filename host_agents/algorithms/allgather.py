@@ -113,6 +113,9 @@ async def recursive_doubling(ctx: CollCtx, recvbuf: bytearray, block: int) -> No
 
 
 IN_FLIGHT_SEGMENTS = 64  # multicast segments published at once across the communicator
+# roots a receiver asks for repairs after one silence: the first silences under load are mostly
+# data still queued, and asking every root at once makes repairs that queue behind it too
+ASK_AT_ONCE = 8
 
 
 async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
@@ -139,6 +142,7 @@ async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
         ctx.step = "receive every block"
         quiet = engine.repair_quiet
         silent_since = engine.loop.time()
+        asked: dict[int, tuple[int, float, float]] = {}  # rank -> (progress, next ask, backoff)
         while True:
             if published is None and (gate < 0 or gate not in pending):
                 published = engine.mcast_publish(comm, epoch, wire.Tree.INNET, mine)
@@ -165,13 +169,25 @@ async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
             # blocks already partly here, and the lowest `window` of the rest (a higher rank
             # waits for a lower one). Asking all 71 ranks at once is a NACK storm that starves
             # the data it asks for.
-            unseen_asked = 0
-            for rank, msg in sorted(pending.items()):
+            # Each root is asked again only after a backoff of its own that doubles while its
+            # block makes no progress: the repair may still be on its way, or the root may not
+            # have published yet.
+            unseen_asked = asked_now = 0
+            for rank, msg in sorted(pending.items(), key=lambda kv: (kv[1].n_received == 0, kv[0])):
+                if asked_now == ASK_AT_ONCE:
+                    break
                 if msg.n_received == 0:
                     if unseen_asked == window:
                         continue
                     unseen_asked += 1
+                progress, next_at, backoff = asked.get(rank, (-1, 0.0, engine.repair_quiet))
+                if progress != msg.n_received:
+                    backoff = engine.repair_quiet
+                elif now < next_at:
+                    continue
                 engine.request_missing(msg, ctx.node(rank))
+                asked_now += 1
+                asked[rank] = (msg.n_received, now + backoff, min(backoff * 2, engine.cfg.rto_max))
             quiet = min(quiet * 2, engine.cfg.rto_max)
         ctx.step = "confirm with a switch barrier"
         await ctx.switch_barrier()

@@ -196,12 +196,21 @@ def write_report(
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for o in outcomes:
+        if o.note.startswith("not run"):
+            lines.append(f"| {o.setting} | {o.collective} | {o.algorithm} | {o.note} |||||||")
+            continue
         lines.append(
             f"| {o.setting} | {o.collective} | {o.algorithm} | {o.operations} "
             f"| {o.retransmissions} | {o.nacks} | {o.wrong} | {o.failures} | {o.seconds:.0f} "
             f"| {o.lost_frames} |"
         )
-    notes = [o for o in outcomes if o.note]
+    ran = [o for o in outcomes if not o.note.startswith("not run")]
+    lines += [
+        "",
+        f"{len(ran)} of {len(outcomes)} cells ran: {sum(o.operations for o in ran)} operations, "
+        f"{sum(o.wrong for o in ran)} wrong results, {sum(o.failures for o in ran)} failures.",
+    ]
+    notes = [o for o in outcomes if o.note and not o.note.startswith("not run")]
     if notes:
         lines += ["", "Notes:", ""]
         lines += [f"* {o.setting}, {o.collective} {o.algorithm}: {o.note}" for o in notes]

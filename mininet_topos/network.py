@@ -69,7 +69,7 @@ class NetworkOptions:
     emulate_links: bool = False  # route host and switch links through the seeded emulator
     faults: Impairment | None = None  # impairment of every emulated link at start
     fault_seed: int = 1
-    grpc_base: int = 50100
+    grpc_base: int = 29100  # below the ephemeral range (32768+): no client socket takes it
     thrift_base: int = 19100
 
 

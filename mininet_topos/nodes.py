@@ -51,7 +51,7 @@ class Bmv2Switch(Recorded, Switch):
     """
 
     run_dir: ClassVar[Path] = Path("/tmp/netcoll-run")
-    grpc_base: ClassVar[int] = 50100
+    grpc_base: ClassVar[int] = 29100
     thrift_base: ClassVar[int] = 19100
     log_level: ClassVar[str | None] = None
     pcap_dir: ClassVar[Path | None] = None

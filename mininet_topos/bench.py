@@ -192,15 +192,15 @@ def persistent_vs_plain(
 ) -> dict[str, Any]:
     """Seed 002: install a root's trees once (bcast_init), then start many times."""
     members = tuple(h.node_id for h in net.topo.hosts)
-    comm_id, install = net.create_comm(members, roots=[])  # no trees until a persistent init
     tests = [
         CollectiveTest(
             "bcast", "innet", (size,), iterations=iterations, warmup=1, root=3, persistent=True
         ),
         CollectiveTest("bcast", "innet", (size,), iterations=iterations, warmup=1, root=3),
     ]
-    result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=1800)
-    net.free_comm(comm_id)
+    # no trees until a persistent init
+    with net.communicator(members, roots=[]) as (comm_id, install):
+        result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=1800)
     rows = {("persistent" if r.persistent else "plain"): r for r in result.rows}
     out = {
         "communicator_install_us": install * 1e6,

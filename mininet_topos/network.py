@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -413,6 +413,16 @@ class NetcollNetwork:
             return int(reply["comm_id"]), float(reply["install_seconds"])
 
         return asyncio.run(create())
+
+    @contextlib.contextmanager
+    def communicator(self, members: tuple[int, ...], **kwargs: Any) -> Iterator[tuple[int, float]]:
+        """:meth:`create_comm` for the ``with`` block, freed after it whatever happened, so the
+        next user starts from a clean switch state; yields (comm id, install seconds)."""
+        comm_id, install = self.create_comm(members, **kwargs)
+        try:
+            yield comm_id, install
+        finally:
+            self.free_comm(comm_id)
 
     def free_comm(self, comm_id: int) -> None:
         """Remove a communicator's switch state (the service's collective free, at once)."""

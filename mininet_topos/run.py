@@ -131,13 +131,10 @@ class NetcollCLI(CLI):
             iterations = int(parts[3]) if len(parts) > 3 else 10
             root = int(parts[4]) if len(parts) > 4 else 0
             members = self._members(parts[5] if len(parts) > 5 else "all")
-            comm_id, _ = self.netcoll.create_comm(members)
             test = CollectiveTest(parts[0], parts[1], sizes, iterations, 1, root)
-            workload = Workload(comm_id, members, [test], seed=random.randrange(1 << 31))
-            try:
+            with self.netcoll.communicator(members) as (comm_id, _):
+                workload = Workload(comm_id, members, [test], seed=random.randrange(1 << 31))
                 result = self.netcoll.launcher().launch(workload)
-            finally:
-                self.netcoll.free_comm(comm_id)
             print(format_table(result.rows))
             print("OK" if result.ok else f"FAILED: {result.errors[:5]} wrong={result.wrong}")
         except Exception as exc:

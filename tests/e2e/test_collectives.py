@@ -27,13 +27,10 @@ CASES = [(kind, name) for kind, table in algorithms.REGISTRY.items() for name in
 def run(
     network, members: tuple[int, ...], tests: list[CollectiveTest], seed: int, timeout: float = 1200
 ):  # type: ignore[no-untyped-def]
-    comm_id, install = network.create_comm(members)
-    try:
+    with network.communicator(members) as (comm_id, install):
         result = network.launcher().launch(
             Workload(comm_id, members, tests, seed=seed), timeout=timeout
         )
-    finally:
-        network.free_comm(comm_id)  # later tests start from a clean switch state
     print(f"communicator {comm_id} ({len(members)} ranks) installed in {install * 1e3:.1f} ms")
     print(format_table(result.rows))
     assert not result.errors, result.errors[:5]
@@ -82,18 +79,15 @@ def test_split_by_group_then_collectives_on_the_parts(network, test_seed: int) -
     """MPI_Comm_split through the communicator service: one communicator per dragonfly group,
     each running in-network collectives on its own switch state, then freed."""
     members = tuple(h.node_id for h in network.topo.hosts)
-    comm_id, _ = network.create_comm(members)
     tests = [
         CollectiveTest("bcast", "innet", (4096,), iterations=3, warmup=0, root=1),
         CollectiveTest("barrier", "innet", (0,), iterations=3, warmup=0),
         CollectiveTest("allgather", "innet", (256,), iterations=2, warmup=0),
     ]
-    try:
+    with network.communicator(members) as (comm_id, _):
         result = network.launcher().launch(
             Workload(comm_id, members, tests, seed=test_seed, split="group"), timeout=900
         )
-    finally:
-        network.free_comm(comm_id)
     assert result.ok, result.errors[:5]
     parts = {r["split"]["comm_id"] for r in result.reports.values()}
     assert len(parts) == network.topo.num_groups

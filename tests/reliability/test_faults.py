@@ -40,11 +40,8 @@ def launch(
     members = tuple(h.node_id for h in net.topo.hosts)
     if comm_id is not None:
         return net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=600)
-    comm_id, _ = net.create_comm(members)
-    try:
-        return net.launcher().launch(Workload(comm_id, members, tests, seed=seed), timeout=600)
-    finally:
-        net.free_comm(comm_id)
+    with net.communicator(members) as (new_comm, _):
+        return launch(net, tests, seed, new_comm)
 
 
 @pytest.mark.parametrize(

@@ -374,25 +374,25 @@ class Engine:
         # how long arrivals of published multicasts may pause before the receiver asks for
         # repairs: grows on false alarms (the repair was a duplicate), shrinks on real ones
         self.repair_quiet = self.cfg.rto_initial
-        self._last_data_at = 0.0  # loop time data last arrived for this node (see linger)
         port.start(self.loop, self._on_frame)
 
     async def linger(self, quiet: float, limit: float) -> None:
-        """Keep answering after this node's last collective until no data arrived for
-        ``quiet`` seconds (at most ``limit``): a peer whose last ACK from us was lost is still
-        retransmitting, and only a live engine re-ACKs it (TCP's TIME_WAIT, in short)."""
+        """Keep answering after this node's last collective until no duplicate data arrived
+        for ``quiet`` seconds (at most ``limit``): a peer whose last ACK from us was lost is
+        still retransmitting, and only a live engine re-ACKs it (TCP's TIME_WAIT, in short).
+        Every message is complete by now, so anything a peer still sends is a duplicate."""
         deadline = self.loop.time() + limit
-        while (now := self.loop.time()) < deadline:
-            idle_at = self._last_data_at + quiet
-            if now >= idle_at:
+        while (remaining := deadline - self.loop.time()) > 0:
+            seen = self.stats.duplicates
+            await asyncio.sleep(min(quiet, remaining))
+            if self.stats.duplicates == seen:
                 return
-            await asyncio.sleep(min(idle_at, deadline) - now)
 
     # -- communicators ----------------------------------------------------------------------
 
-    def register_comm(self, comm: int, members: tuple[int, ...], base_epoch: int = 0) -> None:
+    def register_comm(self, comm: int, members: tuple[int, ...]) -> None:
         self.directory.comms[comm] = members
-        self._released.setdefault(comm, base_epoch)
+        self._released.setdefault(comm, 0)  # resume_barrier moves it for a later job
         self._newest_epoch.setdefault(comm, 0)
 
     def resume_barrier(self, comm: int, released: int) -> None:
@@ -1264,8 +1264,6 @@ class Engine:
         if hdr.src_node == self.node:
             return  # our own frame reflected back (kernels without PACKET_IGNORE_OUTGOING)
         op = hdr.op
-        if op == Op.MCAST or (op == Op.UNICAST and hdr.dst_node == self.node):
-            self._last_data_at = self.loop.time()
         if op == Op.UNICAST and hdr.flags & Flag.REPAIR:
             if hdr.dst_node == self.node:
                 self._on_mcast_data(hdr, parsed.payload)

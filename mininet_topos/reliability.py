@@ -43,6 +43,7 @@ SETTINGS = (
 )
 
 FULL_OPS = 1000  # operations per cell of the full matrix
+NOT_RUN = "not run"  # how a cell the budget left out is noted
 
 # (collective, algorithm, bytes): the in-network algorithm where one exists, and a host one
 CELLS = (
@@ -69,6 +70,10 @@ class Outcome:
     seconds: float
     lost_frames: int
     note: str = ""
+
+    @property
+    def ran(self) -> bool:
+        return not self.note.startswith(NOT_RUN)
 
 
 def members_of(net: NetcollNetwork, which: str) -> tuple[int, ...]:
@@ -113,7 +118,7 @@ def run_matrix(
                         0,
                         0.0,
                         0,
-                        "not run: budget",
+                        f"{NOT_RUN}: budget",
                     )
                 )
                 continue
@@ -196,7 +201,7 @@ def write_report(
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for o in outcomes:
-        if o.note.startswith("not run"):
+        if not o.ran:
             lines.append(f"| {o.setting} | {o.collective} | {o.algorithm} | {o.note} |||||||")
             continue
         lines.append(
@@ -204,13 +209,13 @@ def write_report(
             f"| {o.retransmissions} | {o.nacks} | {o.wrong} | {o.failures} | {o.seconds:.0f} "
             f"| {o.lost_frames} |"
         )
-    ran = [o for o in outcomes if not o.note.startswith("not run")]
+    ran = [o for o in outcomes if o.ran]
     lines += [
         "",
         f"{len(ran)} of {len(outcomes)} cells ran: {sum(o.operations for o in ran)} operations, "
         f"{sum(o.wrong for o in ran)} wrong results, {sum(o.failures for o in ran)} failures.",
     ]
-    notes = [o for o in outcomes if o.note and not o.note.startswith("not run")]
+    notes = [o for o in ran if o.note]
     if notes:
         lines += ["", "Notes:", ""]
         lines += [f"* {o.setting}, {o.collective} {o.algorithm}: {o.note}" for o in notes]
@@ -281,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         members=args.members,
         command=" ".join(["python -m mininet_topos.reliability", *(argv or sys.argv[1:])]),
     )
-    bad = [o for o in outcomes if o.wrong or o.failures or o.note.startswith("not run")]
+    bad = [o for o in outcomes if o.wrong or o.failures or not o.ran]
     print(
         f"*** wrote {args.report}: {len(outcomes)} cells in {seconds / 60:.1f} min, "
         f"{len(bad)} with problems"

@@ -165,13 +165,12 @@ async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
             if now - silent_since > ctx.comm.options.progress_timeout:
                 missing = sorted(pending)[:8]
                 raise ctx.error(f"blocks of ranks {missing} never arrived ({len(pending)} missing)")
-            # silence: ask for what is missing, but only from ranks that can have published:
-            # blocks already partly here, and the lowest `window` of the rest (a higher rank
-            # waits for a lower one). Asking all 71 ranks at once is a NACK storm that starves
-            # the data it asks for.
-            # Each root is asked again only after a backoff of its own that doubles while its
-            # block makes no progress: the repair may still be on its way, or the root may not
-            # have published yet.
+            # silence: ask for what is missing, but only from ranks that can have published
+            # (blocks already partly here first, then the lowest `window` of the rest: a higher
+            # rank waits for a lower one), at most ASK_AT_ONCE of them, and each root again only
+            # after its own backoff, doubling while its block makes no progress (the repair may
+            # be on its way). Asking all 71 ranks every time is a NACK storm that starves the
+            # data it asks for.
             unseen_asked = asked_now = 0
             for rank, msg in sorted(pending.items(), key=lambda kv: (kv[1].n_received == 0, kv[0])):
                 if asked_now == ASK_AT_ONCE:

@@ -34,6 +34,8 @@ from typing import Any
 from controller import wire
 from controller.wire import Flag, Op
 from host_agents.directory import Directory
+from host_agents.entitlement import Entitlement, Refusal
+from host_agents.plans import PlanFunc
 from host_agents.port import Port
 
 LOG = logging.getLogger(__name__)
@@ -84,11 +86,23 @@ class EngineConfig:
     peer_timeout: float = 15.0
     barrier_rto: float = 0.1
     barrier_rto_max: float = 1.0
-    epochs_ahead: int = 512  # accept early data for epochs this far ahead of the newest seen
+    # Early data (a message that arrives before its receiver asks for it) is accepted for
+    # epochs this far from the newest the rank started: nonblocking and persistent
+    # collectives overlap a few instances, not hundreds; senders beyond it retransmit later.
+    epochs_ahead: int = 64
     max_message: int = 1 << 30
-    # memory that messages nobody has asked for yet may take: a flood of plausible-looking
-    # frames must not make an agent allocate without bound (senders retransmit later)
+    # memory that messages nobody has asked for yet may take, counted by what arrived (never
+    # by what a header claims): a flood of plausible-looking frames must not make an agent
+    # allocate without bound, nor one sender crowd out the others (senders retransmit later)
     early_bytes: int = 256 << 20
+    early_bytes_per_sender: int = 64 << 20
+    early_messages_per_sender: int = 256
+    # an unfinished early message that gets no segment for this long is dropped: its sender
+    # has given up by then (peer_timeout), so only a stale or forged one is lost
+    early_idle_timeout: float = 30.0
+    # a freed communicator keeps re-acknowledging what it completed this long (a peer whose
+    # last ACK from us was lost is still retransmitting), then everything kept for it goes
+    comm_linger: float = 15.0
     completed_memory: int = 8192  # completed messages remembered to re-ACK their duplicates
 
 
@@ -155,12 +169,29 @@ def segment_count(size: int, segment_size: int) -> int:
 
 
 class Incoming(Source):
-    """A message being received: segments land in place; ``available`` is the in-order prefix."""
+    """A message being received: segments land in place; ``available`` is the in-order prefix.
 
-    def __init__(self, engine: Engine, key: tuple[Any, ...], size: int, seg_count: int) -> None:
-        self.data = bytearray(size)
+    An *early* message (data arrived before the receiver asked for it) parks its segments
+    instead of reserving the size its header claims: memory follows what really arrived, and
+    the message buffer is made when the receiver claims it (:meth:`materialize`)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        key: tuple[Any, ...],
+        size: int,
+        seg_count: int,
+        *,
+        early_sender: int | None = None,
+    ) -> None:
+        self.data = bytearray() if early_sender is not None else bytearray(size)
         super().__init__(self.data)
+        self.size = size
         self.available = 0
+        self.parked: dict[int, bytes] | None = {} if early_sender is not None else None
+        self.early_sender = early_sender
+        self.parked_bytes = 0
+        self.last_arrival = engine.loop.time()
         self.engine = engine
         self.key = key
         self.seg_count = seg_count
@@ -174,7 +205,9 @@ class Incoming(Source):
         self.last_nack = -1e9
         self.highest = -1
         self.consumed = False
-        self.early = False  # created by arriving data before the receiver asked for it
+        # created by arriving data before the receiver asked for it; its parked bytes count
+        # against the early budgets until the receiver claims it
+        self.early = early_sender is not None
 
     def place(self, seg: int, payload: memoryview, segment_size: int) -> bool:
         """Store one segment; False when it is a duplicate."""
@@ -182,19 +215,37 @@ class Incoming(Source):
             return False
         self.received[seg] = 1
         self.n_received += 1
-        start = seg * segment_size
-        self.data[start : start + len(payload)] = payload
+        self.last_arrival = self.engine.loop.time()
+        if self.parked is not None:
+            self.parked[seg] = bytes(payload)
+            self.parked_bytes += len(payload)
+        else:
+            start = seg * segment_size
+            self.data[start : start + len(payload)] = payload
         self.highest = max(self.highest, seg)
         grown = False
         while self.contiguous < self.seg_count and self.received[self.contiguous]:
             self.contiguous += 1
             grown = True
-        if grown:
+        if grown and self.parked is None:
             self.available = min(self.size, self.contiguous * segment_size)
             self._grown()
         if self.n_received == self.seg_count and not self.done.done():
+            self.materialize(segment_size)
             self.done.set_result(self.data)
         return True
+
+    def materialize(self, segment_size: int) -> None:
+        """Move parked segments into the message buffer (claimed, or complete)."""
+        if self.parked is None:
+            return
+        self.data = bytearray(self.size)
+        for seg, chunk in self.parked.items():
+            start = seg * segment_size
+            self.data[start : start + len(chunk)] = chunk
+        self.parked = None
+        self.view = memoryview(self.data).cast("B")
+        self.available = min(self.size, self.contiguous * segment_size)
 
     def sack_bitmap(self) -> int:
         bitmap = 0
@@ -315,24 +366,6 @@ class _Aggregator:
         self.forwarded: dict[int, float] = {}  # first segment of a NACKed range -> when
 
 
-@dataclass(frozen=True, slots=True)
-class McastPlan:
-    """Who ACKs a multicast to whom.
-
-    ``ack_target[n]`` is where receiver n sends ACKs and NACKs; ``aggregates[c]`` lists the
-    members co-root c merges (c itself included); ``root_sources`` are the nodes whose merged
-    ACKs the root waits for.
-    """
-
-    receivers: tuple[int, ...]
-    ack_target: dict[int, int]
-    aggregates: dict[int, tuple[int, ...]]
-    root_sources: tuple[int, ...]
-
-
-PlanFunc = Callable[[int, int, int], McastPlan]  # (comm, root, tree) -> plan
-
-
 class Engine:
     def __init__(
         self,
@@ -358,7 +391,14 @@ class Engine:
         self._outgoing: dict[tuple[int, int, int, int], _Outgoing] = {}
         self._incoming: dict[tuple[Any, ...], Incoming] = {}
         self._completed: collections.OrderedDict[tuple[Any, ...], int] = collections.OrderedDict()
-        self._early_held = 0  # bytes of messages created by arriving data, not yet asked for
+        # early messages (created by arriving data, not yet asked for): parked bytes in
+        # total and per sender, and how many per sender
+        self._early_held = 0
+        self._early_bytes: collections.Counter[int] = collections.Counter()
+        self._early_count: collections.Counter[int] = collections.Counter()
+        self._early_sweep: asyncio.TimerHandle | None = None
+        self._closing: dict[int, asyncio.TimerHandle] = {}  # freed comm -> its purge
+        self.entitled = Entitlement(node_id, directory, plan)
         self._roots: dict[tuple[int, int, int, int], _McastRoot] = {}
         self._published: dict[tuple[int, int, int, int], _Published] = {}
         self._aggregators: dict[tuple[int, int, int, int], _Aggregator] = {}
@@ -391,6 +431,8 @@ class Engine:
     # -- communicators ----------------------------------------------------------------------
 
     def register_comm(self, comm: int, members: tuple[int, ...]) -> None:
+        if comm in self._closing:  # the id was freed and handed out again: a new communicator
+            self._purge_comm(comm)
         self.directory.comms[comm] = members
         self._released.setdefault(comm, 0)  # resume_barrier moves it for a later job
         self._newest_epoch.setdefault(comm, 0)
@@ -403,11 +445,58 @@ class Engine:
         self._released[comm] = released
         self._arrived[comm] = released
 
-    def forget_comm(self, comm: int) -> None:
+    def forget_comm(self, comm: int, linger: float | None = None) -> None:
+        """This rank freed ``comm``: no new message is taken on it, but what it completed is
+        still re-acknowledged (and published data repaired) for ``linger`` seconds, since a
+        peer whose last ACK from us was lost is still retransmitting. Then everything kept
+        for ``comm`` is dropped, so its id can name a new communicator."""
+        if comm not in self.directory.comms or comm in self._closing:
+            return
+        wait = self.cfg.comm_linger if linger is None else linger
+        if wait <= 0:
+            self._purge_comm(comm)
+        else:
+            self._closing[comm] = self.loop.call_later(wait, self._purge_comm, comm)
+
+    def _purge_comm(self, comm: int) -> None:
+        timer = self._closing.pop(comm, None)
+        if timer is not None:
+            timer.cancel()
         self.directory.comms.pop(comm, None)
-        self._released.pop(comm, None)
-        self._arrived.pop(comm, None)
-        self._newest_epoch.pop(comm, None)
+        for table in (self._released, self._arrived, self._newest_epoch):
+            table.pop(comm, None)
+        for waiting in self._barrier_waiters.pop(comm, []):
+            if not waiting[1].done():
+                waiting[1].set_exception(EngineError(f"communicator {comm} was freed"))
+        for key in [k for k in self._completed if k[2] == comm]:
+            del self._completed[key]
+        for key in [k for k, m in self._incoming.items() if k[2] == comm]:
+            msg = self._incoming.pop(key)
+            msg.cancel_timers()
+            self._unclaim(msg)
+        for mkey in [k for k in self._aggregators if k[1] == comm]:
+            agg = self._aggregators.pop(mkey)
+            if agg.timer is not None:
+                agg.timer.cancel()
+        for mkey in [k for k in self._aggregated if k[1] == comm]:
+            del self._aggregated[mkey]
+        for mkey in [k for k in self._published if k[1] == comm]:
+            del self._published[mkey]
+        for rkey in [k for k in self._roots if k[1] == comm]:
+            self._roots[rkey].done.cancel()
+        for okey in [k for k in self._outgoing if k[1] == comm]:
+            self._outgoing[okey].done.cancel()
+        forget = getattr(self.plan, "forget", None)
+        if forget is not None:
+            forget(comm)
+
+    @property
+    def early_bytes_held(self) -> int:
+        """Bytes of messages that arrived before anyone asked for them."""
+        return self._early_held
+
+    def is_closing(self, comm: int) -> bool:
+        return comm in self._closing
 
     def note_epoch(self, comm: int, epoch: int) -> None:
         """The local rank started collective ``epoch`` on ``comm``: early frames up to
@@ -617,9 +706,22 @@ class Engine:
         elif msg.size != size:
             raise SizeMismatch(peer, what, size, msg.size)
         if msg.early:
-            msg.early = False
-            self._early_held -= msg.size
+            msg.materialize(self.cfg.segment_size)
+            self._unclaim(msg)
         return msg
+
+    def _unclaim(self, msg: Incoming) -> None:
+        """``msg`` stops counting against the early budgets (claimed, retired or dropped)."""
+        if not msg.early or msg.early_sender is None:
+            return
+        msg.early = False
+        sender = msg.early_sender
+        self._early_held -= msg.parked_bytes
+        self._early_bytes[sender] -= msg.parked_bytes
+        self._early_count[sender] -= 1
+        if self._early_count[sender] <= 0:
+            del self._early_count[sender]
+            del self._early_bytes[sender]
 
     def consume(self, msg: Incoming) -> None:
         """The caller has the data: forget the message, remember it to re-ACK duplicates."""
@@ -629,9 +731,7 @@ class Engine:
 
     def _retire(self, msg: Incoming) -> None:
         msg.cancel_timers()
-        if msg.early:
-            msg.early = False
-            self._early_held -= msg.size
+        self._unclaim(msg)
         if self._incoming.get(msg.key) is msg:
             del self._incoming[msg.key]
         self._completed[msg.key] = msg.seg_count
@@ -639,13 +739,17 @@ class Engine:
             self._completed.popitem(last=False)
 
     def _accepts_early(self, comm: int, epoch: int) -> bool:
-        if comm not in self.directory.comms:
+        if comm not in self.directory.comms or comm in self._closing:
             return False
         newest = self._newest_epoch.get(comm, 0)
         ahead = wire.serial_diff(epoch, newest)
         return -self.cfg.epochs_ahead <= ahead <= self.cfg.epochs_ahead
 
     def _on_unicast_data(self, hdr: wire.Header, payload: memoryview) -> None:
+        refusal = self.entitled.unicast_data(hdr)
+        if refusal is not None:
+            self._drop(refusal, hdr)
+            return
         key = ("u", hdr.src_node, hdr.comm_id, hdr.epoch, hdr.tag)
         if key in self._completed:
             self.stats.duplicates += 1
@@ -676,6 +780,7 @@ class Engine:
         communicator and epoch are plausible; (message, whether the segment was new), or
         None when the frame was rejected (counted and logged)."""
         msg = self._incoming.get(key)
+        sender = hdr.src_node
         if msg is None:
             if not self._accepts_early(hdr.comm_id, hdr.epoch):
                 self._drop("unknown communicator or epoch", hdr)
@@ -687,19 +792,52 @@ class Engine:
             if hdr.seg_count != seg_count:
                 self._drop("segment count does not match the message size", hdr)
                 return None
-            if self._early_held + hdr.msg_len > self.cfg.early_bytes:
-                self._drop("too much data nobody has asked for yet", hdr)
+            if self._early_count[sender] >= self.cfg.early_messages_per_sender:
+                self._drop("too many messages nobody has asked for yet from one sender", hdr)
                 return None
-            msg = Incoming(self, key, hdr.msg_len, seg_count)
-            msg.early = True
-            self._early_held += hdr.msg_len
+            msg = Incoming(self, key, hdr.msg_len, seg_count, early_sender=sender)
+            self._early_count[sender] += 1
             self._incoming[key] = msg
+            self._arm_early_sweep()
         if not self._fits(msg, hdr):
             return None
+        if msg.early and not msg.received[hdr.seg_idx]:
+            size = len(payload)
+            if (
+                self._early_held + size > self.cfg.early_bytes
+                or self._early_bytes[sender] + size > self.cfg.early_bytes_per_sender
+            ):
+                self._drop("too much data nobody has asked for yet", hdr)
+                return None
+            self._early_held += size
+            self._early_bytes[sender] += size
         new = msg.place(hdr.seg_idx, payload, self.cfg.segment_size)
         if not new:
             self.stats.duplicates += 1
         return msg, new
+
+    def _arm_early_sweep(self) -> None:
+        if self._early_sweep is None:
+            self._early_sweep = self.loop.call_later(
+                self.cfg.early_idle_timeout / 2, self._sweep_early
+            )
+
+    def _sweep_early(self) -> None:
+        """Drop unfinished early messages that stopped arriving (their sender gave up)."""
+        self._early_sweep = None
+        now = self.loop.time()
+        for key, msg in list(self._incoming.items()):
+            if (
+                msg.early
+                and not msg.done.done()
+                and now - msg.last_arrival > self.cfg.early_idle_timeout
+            ):
+                del self._incoming[key]
+                msg.cancel_timers()
+                self._unclaim(msg)
+                self.stats.dropped["early message expired"] += 1
+        if any(m.early for m in self._incoming.values()):
+            self._arm_early_sweep()
 
     def _fits(self, msg: Incoming, hdr: wire.Header) -> bool:
         if hdr.msg_len != msg.size or hdr.seg_count != msg.seg_count:
@@ -930,11 +1068,15 @@ class Engine:
         return self.plan(comm, root, tree).ack_target.get(self.node)
 
     def _on_mcast_data(self, hdr: wire.Header, payload: memoryview) -> None:
+        refusal = self.entitled.multicast_data(hdr)
+        if refusal is not None:
+            self._drop(refusal, hdr)
+            return
         key = ("m", hdr.root_node, hdr.comm_id, hdr.epoch, hdr.tree)
         no_ack = bool(hdr.flags & Flag.NO_ACK)
         target = hdr.root_node if no_ack else self._ack_target(hdr.comm_id, hdr.root_node, hdr.tree)
-        if target is None or hdr.root_node not in self.directory.comms.get(hdr.comm_id, ()):
-            self._drop("multicast for a tree this node is not a receiver of", hdr)
+        if target is None:
+            self._drop(Refusal.NOT_RECEIVER, hdr)
             return
         if key in self._completed:
             self.stats.duplicates += 1
@@ -1142,6 +1284,13 @@ class Engine:
         self.stats.acks_sent += 1
 
     def _on_mcast_ack(self, hdr: wire.Header) -> None:
+        key = (hdr.root_node, hdr.comm_id, hdr.epoch, hdr.tree)
+        if hdr.root_node == self.node and key not in self._roots:
+            return  # a late ACK for a multicast this node finished rooting
+        refusal = self.entitled.feedback(hdr)
+        if refusal is not None:
+            self._drop(refusal, hdr)
+            return
         self._aggregate_ack(hdr)
 
     def _on_nack(self, hdr: wire.Header, payload: memoryview) -> None:
@@ -1151,7 +1300,14 @@ class Engine:
             for i in range(min(len(payload) // _NACK_RANGE.size, MAX_NACK_RANGES))
         ]
         key = (hdr.root_node, hdr.comm_id, hdr.epoch, hdr.tree)
-        if key in self._published:
+        published = key in self._published
+        if not published and hdr.root_node == self.node and key not in self._roots:
+            return  # ours, not yet published or already withdrawn: nothing to repair from
+        refusal = self.entitled.feedback(hdr, published=published)
+        if refusal is not None:
+            self._drop(refusal, hdr)
+            return
+        if published:
             self._repair(key, hdr.src_node, ranges)
             return
         self._on_nack_ranges(hdr.root_node, hdr.comm_id, hdr.epoch, hdr.tree, ranges)
@@ -1232,6 +1388,10 @@ class Engine:
                 waiters.remove((epoch, waiter))
 
     def _on_release(self, hdr: wire.Header) -> None:
+        refusal = self.entitled.release(hdr)
+        if refusal is not None:
+            self._drop(refusal, hdr)
+            return
         comm, epoch = hdr.comm_id, hdr.epoch
         released = self._released.get(comm)
         if released is None:

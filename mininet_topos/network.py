@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from mininet.net import Mininet
 
 from controller import topology as model
+from controller.callers import NetnsCallers
 from controller.desired_state import Membership
 from controller.drivers.p4runtime import SwitchEndpoint
 from controller.drivers.thrift import ThriftClient, ThriftUnavailable
@@ -228,7 +229,11 @@ class NetcollNetwork:
         )
         control = self.control
         self.loop.call(control.start(opts.ready_timeout), opts.ready_timeout + 10)
-        self.service = CommService(control, self.service_path)
+        # the service tells callers apart by the network namespace of the connecting process
+        host_pids = {h.node_id: self.mininet.get(h.name).pid for h in self.topo.hosts}
+        self.service = CommService(
+            control, self.service_path, callers=NetnsCallers.from_host_pids(host_pids)
+        )
         self.loop.call(self.service.start(), 10)
         self.report.programming_s = time.perf_counter() - phase
         self.report.total_s = time.perf_counter() - started

@@ -21,8 +21,8 @@ from controller.topology import Topology
 from host_agents.comm import Comm, CommOptions
 from host_agents.directory import Directory
 from host_agents.engine import Engine, EngineConfig
-from host_agents.fabric import Fabric
 from host_agents.plans import PlanBook
+from tests.fabric import Fabric
 
 
 def _tables(state: SwitchState) -> tuple[object, ...]:

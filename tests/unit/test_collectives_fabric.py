@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from controller import wire
 from controller.topology import Topology, dragonfly
 from host_agents import algorithms
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig
-from host_agents.fabric import Cluster, Faults
+from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
 
@@ -209,6 +210,46 @@ def test_every_algorithm_under_loss_duplication_reordering(
                 else:
                     await asyncio.gather(*(c.barrier(algorithm=algorithm) for c in comms))
             assert cluster.fabric.lost > 0 or n == 2, "the fault injection did not drop anything"
+
+    run(body)
+
+
+AT_MTU = dataclasses.replace(FAST, segment_size=wire.MAX_PAYLOAD)
+
+
+@pytest.mark.parametrize(
+    ("kind", "algorithm"),
+    [(kind, name) for kind, table in sorted(algorithms.REGISTRY.items()) for name in sorted(table)],
+)
+def test_every_algorithm_at_the_real_mtu_under_loss(
+    kind: str, algorithm: str, test_seed: int, test_rng: random.Random
+) -> None:
+    """Real segment counts (1460-byte segments: windows, SACK, NACK ranges and co-root merging
+    all at work) under loss, duplication and reordering."""
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        n = 9
+        cluster = Cluster(
+            TOPO,
+            members_of(test_rng, n),
+            loop=loop,
+            config=AT_MTU,
+            options=OPTIONS,
+            faults=LOSSY,
+            seed=test_seed,
+        )
+        comms, root = cluster.comms, test_rng.randrange(n)
+        if kind == "bcast":
+            await bcast_all(comms, root, pattern(n, 1, size=200_000), algorithm)  # 137 segments
+        elif kind == "scatter":
+            await scatter_all(comms, root, pattern(n, 2, size=20_000 * n), 20_000, algorithm)
+        elif kind == "allgather":
+            blocks = [pattern(n, 3, r, size=20_000) for r in range(n)]  # 14 segments each
+            await allgather_all(comms, blocks, algorithm)
+        else:
+            for _ in range(3):
+                await asyncio.gather(*(c.barrier(algorithm=algorithm) for c in comms))
+        assert cluster.fabric.lost > 0, "the fault injection did not drop anything"
 
     run(body)
 

@@ -20,7 +20,7 @@ from controller.wire import Flag, Op
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import Engine, EngineConfig
 from host_agents.entitlement import Refusal
-from host_agents.fabric import Cluster, FabricPort, Faults
+from tests.fabric import Cluster, FabricPort, Faults
 
 pytestmark = [pytest.mark.unit, pytest.mark.security]
 

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -69,17 +69,6 @@ class InstallReport:
     mini_packets: int
 
 
-@dataclass(slots=True)
-class _Split:
-    """One MPI_Comm_split in progress: every member of the parent reports (color, key)."""
-
-    expected: frozenset[int]
-    answers: dict[int, tuple[int, int]] = field(default_factory=dict)
-    error: str | None = None
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    result: dict[int, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
-
-
 class ControlPlane:
     def __init__(
         self,
@@ -120,9 +109,6 @@ class ControlPlane:
         self.mp: MiniPacketDriver | None = None
         self.restarts = 0
         self._lock = asyncio.Lock()
-        self._splits: dict[tuple[int, int], _Split] = {}
-        self._split_rounds: dict[tuple[int, int], int] = {}
-        self._frees: dict[int, set[int]] = {}
         self.states = self._compute(self.comms)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -398,68 +384,14 @@ class ControlPlane:
         reply = await self.mp.read_barrier(self.topo.switch(tree.root_switch).node_id, comm_id)
         return int(reply.epoch)
 
-    async def free(self, comm_id: int, node: int | None = None) -> bool:
-        """Remove a communicator once every member freed it (node=None, the operator: at
-        once); whether it is gone."""
+    async def free(self, comm_id: int) -> None:
+        """Remove a communicator and its switch state (MPI's per-member votes are
+        :mod:`controller.communicators`' business)."""
         async with self._lock:
-            comm = self._comm(comm_id)
-            if node is not None:
-                if node not in comm.members:
-                    raise CommunicatorError(
-                        f"node {node} is not a member of communicator {comm_id}: it cannot free it"
-                    )
-                freed = self._frees.get(comm_id, set()) | {node}
-                if freed < set(comm.members):
-                    self._frees[comm_id] = freed
-                    return False
+            self._comm(comm_id)
             comms = {k: v for k, v in self.comms.items() if k != comm_id}
             await self._commit(comms, f"freeing communicator {comm_id}")
-            self._frees.pop(comm_id, None)
             self._resumed = {k: v for k, v in self._resumed.items() if k[1] != comm_id}
-            return True
-
-    async def split(
-        self, parent: int, node: int, color: int, key: int, timeout: float = 60.0
-    ) -> tuple[int, tuple[int, ...]] | None:
-        """MPI_Comm_split: every member of ``parent`` calls it; members with the same color
-        get one new communicator, ranked by (key, parent rank). Negative color: none."""
-        comm = self._comm(parent)
-        if node not in comm.members:
-            raise CommunicatorError(f"node {node} is not a member of communicator {parent}")
-        round_key = (parent, self._split_rounds.get((parent, node), 0))
-        self._split_rounds[(parent, node)] = round_key[1] + 1
-        split = self._splits.setdefault(round_key, _Split(frozenset(comm.members)))
-        split.answers[node] = (color, key)
-        if set(split.answers) == split.expected:
-            groups: dict[int, list[tuple[int, int, int]]] = {}
-            for member, (c, k) in split.answers.items():
-                if c >= 0:
-                    groups.setdefault(c, []).append((k, comm.members.index(member), member))
-            parts = [
-                tuple(m for _, _, m in sorted(entries)) for _, entries in sorted(groups.items())
-            ]
-            try:
-                reports = await self.create_many(parts)
-                for part, report in zip(parts, reports, strict=True):
-                    for m in part:
-                        split.result[m] = (report.comm_id, part)
-            except Exception as exc:
-                split.error = str(exc)
-                raise
-            finally:
-                split.done.set()  # every waiter learns the outcome
-            self._splits.pop(round_key, None)
-        else:
-            try:
-                await asyncio.wait_for(split.done.wait(), timeout)
-            except TimeoutError:
-                missing = sorted(split.expected - set(split.answers))
-                raise TimeoutError(
-                    f"split of communicator {parent}: nodes {missing} never called it"
-                ) from None
-            if split.error is not None:
-                raise CommunicatorError(f"split of communicator {parent} failed: {split.error}")
-        return split.result.get(node)
 
     def _comm(self, comm_id: int) -> Communicator:
         comm = self.comms.get(comm_id)

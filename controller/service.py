@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.callers import OPERATOR, Caller, CallerOf, NetnsCallers, peer_pid
+from controller.communicators import Communicators
 from controller.desired_state import Membership
 from controller.runtime import CommunicatorError, ControlPlane
 
@@ -68,6 +69,7 @@ class CommService:
         in_flight: int = 32,
     ) -> None:
         self.control = control
+        self.communicators = Communicators(control)
         self.path = path
         self.callers = callers or NetnsCallers()
         self.comms_per_caller = comms_per_caller
@@ -226,15 +228,21 @@ class CommService:
             comm_id = int(request["comm_id"])
             node = self._node(request, caller)
             self._member(comm_id, caller, "split it")
-            answer = await control.split(comm_id, node, int(request["color"]), int(request["key"]))
+            answer = await self.communicators.split(
+                comm_id, node, int(request["color"]), int(request["key"])
+            )
             if answer is None:
                 return {"comm_id": None}
             return {"comm_id": answer[0], "members": list(answer[1])}
         if op == "free":
             comm_id = int(request["comm_id"])
             self._member(comm_id, caller, "free it")
-            anyone = caller.node is None and request.get("node") is None  # operator: at once
-            removed = await control.free(comm_id, None if anyone else self._node(request, caller))
+            if caller.node is None and request.get("node") is None:  # the operator: at once
+                await control.free(comm_id)
+                self.communicators.forget(comm_id)
+                removed = True
+            else:
+                removed = await self.communicators.free(comm_id, self._node(request, caller))
             if removed:
                 self._created_by.pop(comm_id, None)
             return {"removed": removed}

@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from host_agents.collectives import Call
 from host_agents.comm import Comm, CommOptions, Persistent
 from host_agents.directory import Directory
 from host_agents.engine import Engine, EngineConfig
@@ -86,13 +87,7 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
 
 
 async def _init_persistent(comm: Comm, test: CollectiveTest, size: int) -> Persistent[Any]:
-    if test.collective == "bcast":
-        return await comm.bcast_init(test.root, size=size, algorithm=test.algorithm)
-    if test.collective == "barrier":
-        return await comm.barrier_init(algorithm=test.algorithm)
-    if test.collective == "scatter":
-        return await comm.scatter_init(test.root, block=size, algorithm=test.algorithm)
-    return await comm.allgather_init(block=size, algorithm=test.algorithm)
+    return await comm.init(test.collective, root=test.root, size=size, algorithm=test.algorithm)
 
 
 async def _one(
@@ -105,14 +100,7 @@ async def _one(
     if persistent is not None:
         persistent.start(data)
         return await persistent.wait()
-    if test.collective == "bcast":
-        return await comm.bcast(data, test.root, size=size, algorithm=test.algorithm)
-    if test.collective == "barrier":
-        return await comm.barrier(algorithm=test.algorithm)
-    if test.collective == "scatter":
-        return await comm.scatter(data, test.root, block=size, algorithm=test.algorithm)
-    assert data is not None
-    return await comm.allgather(data, algorithm=test.algorithm)
+    return await comm.run(test.collective, Call(data, test.root, size), algorithm=test.algorithm)
 
 
 async def run_agent(args: argparse.Namespace) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from controller import p4info, routing, trees, wire
 from controller.topology import Topology
-from host_agents import algorithms
+from host_agents.collectives import COLLECTIVES
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.network import NetcollNetwork, NetworkOptions
@@ -155,7 +155,7 @@ def compare_algorithms(
     print(f"*** communicator of {len(members)} hosts installed in {install * 1e3:.0f} ms")
     meter = LinkMeter(net)
     rows: list[Row] = []
-    for collective, table in algorithms.REGISTRY.items():
+    for collective, table in ((c.name, c.algorithms) for c in COLLECTIVES.values()):
         for name in table:
             for size in sizes[collective]:
                 # barriers back to back: a synchronising barrier before each would be counted too

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from host_agents import algorithms
+from host_agents.collectives import algorithm_names
 from host_agents.report import format_table
 from host_agents.workload import CollectiveTest, Workload
 
@@ -21,7 +21,7 @@ SIZES = {
     "allgather": (1, 1024, 16384),
     "barrier": (0,),
 }
-CASES = [(kind, name) for kind, table in algorithms.REGISTRY.items() for name in table]
+CASES = [(kind, name) for kind, table in algorithm_names().items() for name in table]
 
 
 def run(
@@ -50,7 +50,7 @@ def test_full_communicator(network, collective: str, algorithm: str, test_seed: 
     run(network, members, [test], test_seed)
 
 
-@pytest.mark.parametrize("collective", list(algorithms.REGISTRY))
+@pytest.mark.parametrize("collective", list(algorithm_names()))
 def test_random_subset_and_root(
     network, collective: str, test_rng: random.Random, test_seed: int
 ) -> None:  # type: ignore[no-untyped-def]
@@ -60,7 +60,7 @@ def test_random_subset_and_root(
     print(f"subset of {len(members)} hosts {members}, root rank {root}")
     tests = [
         CollectiveTest(collective, name, SIZES[collective][:2], iterations=1, warmup=0, root=root)
-        for name in algorithms.REGISTRY[collective]
+        for name in algorithm_names()[collective]
     ]
     run(network, members, tests, test_seed)
 

@@ -17,7 +17,7 @@ import pytest
 
 from controller import wire
 from controller.topology import Topology, dragonfly
-from host_agents import algorithms
+from host_agents.collectives import UnknownAlgorithm, algorithm_names
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig
 from tests.fabric import Cluster, Faults
@@ -93,7 +93,7 @@ async def allgather_all(comms: list[Comm], blocks: list[bytes], algorithm: str) 
 
 
 @pytest.mark.parametrize("nbytes", SIZES)
-@pytest.mark.parametrize("algorithm", sorted(algorithms.BCAST))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["bcast"]))
 def test_bcast_every_size_and_root(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -107,7 +107,7 @@ def test_bcast_every_size_and_root(algorithm: str, nbytes: int, test_rng: random
 
 
 @pytest.mark.parametrize("nbytes", SIZES)
-@pytest.mark.parametrize("algorithm", sorted(algorithms.SCATTER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["scatter"]))
 def test_scatter_every_size_and_root(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -122,7 +122,7 @@ def test_scatter_every_size_and_root(algorithm: str, nbytes: int, test_rng: rand
 
 
 @pytest.mark.parametrize("nbytes", SIZES)
-@pytest.mark.parametrize("algorithm", sorted(algorithms.ALLGATHER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["allgather"]))
 def test_allgather_every_size(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -135,7 +135,7 @@ def test_allgather_every_size(algorithm: str, nbytes: int, test_rng: random.Rand
     run(body)
 
 
-@pytest.mark.parametrize("algorithm", sorted(algorithms.BARRIER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["barrier"]))
 def test_barrier_every_size(algorithm: str, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -157,7 +157,7 @@ async def _barrier_holds(comms: list[Comm], algorithm: str) -> None:
     await asyncio.gather(late.barrier(algorithm=algorithm), *early)
 
 
-@pytest.mark.parametrize("algorithm", sorted(algorithms.BARRIER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["barrier"]))
 def test_barrier_waits_for_the_last_rank(algorithm: str, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in (2, 5, 17):
@@ -174,7 +174,7 @@ LOSSY = Faults(loss=0.03, duplicate=0.03, reorder=0.05, reorder_delay=0.003)
 
 @pytest.mark.parametrize(
     ("kind", "algorithm"),
-    [(kind, name) for kind, table in sorted(algorithms.REGISTRY.items()) for name in sorted(table)],
+    [(kind, name) for kind, table in sorted(algorithm_names().items()) for name in sorted(table)],
 )
 def test_every_algorithm_under_loss_duplication_reordering(
     kind: str, algorithm: str, test_seed: int, test_rng: random.Random
@@ -219,7 +219,7 @@ AT_MTU = dataclasses.replace(FAST, segment_size=wire.MAX_PAYLOAD)
 
 @pytest.mark.parametrize(
     ("kind", "algorithm"),
-    [(kind, name) for kind, table in sorted(algorithms.REGISTRY.items()) for name in sorted(table)],
+    [(kind, name) for kind, table in sorted(algorithm_names().items()) for name in sorted(table)],
 )
 def test_every_algorithm_at_the_real_mtu_under_loss(
     kind: str, algorithm: str, test_seed: int, test_rng: random.Random
@@ -303,7 +303,7 @@ def test_wrong_use_fails_fast_naming_rank_and_step() -> None:
             ),
         )
         comms = cluster.comms
-        with pytest.raises(algorithms.UnknownAlgorithm, match="unknown bcast algorithm 'nope'"):
+        with pytest.raises(UnknownAlgorithm, match="unknown bcast algorithm 'nope'"):
             await comms[0].bcast(b"x", 0, algorithm="nope")
         # the root, rank 3, never arrives: the others fail within the progress timeout, each
         # naming itself, the step and the rank it waits for

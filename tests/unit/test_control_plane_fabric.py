@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from controller.communicators import Communicators
 from controller.runtime import CommunicatorError
 from controller.topology import Topology, dragonfly
 from controller.trees import barrier_tree
@@ -94,7 +95,7 @@ def test_bad_requests_are_refused_before_anything_changes() -> None:
         with pytest.raises(CommunicatorError, match="not a member"):
             await control.ensure_trees(comm_id, OUTSIDER)
         with pytest.raises(CommunicatorError, match="not a member"):
-            await control.free(comm_id, OUTSIDER)
+            await Communicators(control).free(comm_id, OUTSIDER)
         with pytest.raises(CommunicatorError, match="not a host"):
             await control.create((MEMBERS[0], 0x3FFF))
         assert {i: s.writes for i, s in net.sessions.items()} == before, "a switch was written"
@@ -120,8 +121,9 @@ def test_a_freed_id_is_handed_out_again_as_late_as_possible() -> None:
     async def body(net: ControlledFabric) -> None:
         control = net.control
         first = await control.create(MEMBERS)
+        votes = Communicators(control)
         for node in MEMBERS:
-            await control.free(first.comm_id, node)
+            assert await votes.free(first.comm_id, node) == (node == MEMBERS[-1])
         second = await control.create(MEMBERS)
         assert second.comm_id != first.comm_id
 

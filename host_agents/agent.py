@@ -50,7 +50,15 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
             if test.sync and test.collective != "barrier":
                 await comm.barrier(algorithm=sync)  # ranks start each iteration together
             instance = Instance(
-                test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank
+                test.collective,
+                seed,
+                index,
+                size,
+                iteration,
+                test.root,
+                comm.size,
+                comm.rank,
+                test.op,
             )
             data = instance.contribution()
             started = time.perf_counter()
@@ -87,7 +95,9 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
 
 
 async def _init_persistent(comm: Comm, test: CollectiveTest, size: int) -> Persistent[Any]:
-    return await comm.init(test.collective, root=test.root, size=size, algorithm=test.algorithm)
+    return await comm.init(
+        test.collective, root=test.root, size=size, algorithm=test.algorithm, op=test.op
+    )
 
 
 async def _one(
@@ -100,7 +110,8 @@ async def _one(
     if persistent is not None:
         persistent.start(data)
         return await persistent.wait()
-    return await comm.run(test.collective, Call(data, test.root, size), algorithm=test.algorithm)
+    call = Call(data, test.root, size, test.op)
+    return await comm.run(test.collective, call, algorithm=test.algorithm)
 
 
 async def run_agent(args: argparse.Namespace) -> dict[str, Any]:

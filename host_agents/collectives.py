@@ -19,8 +19,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from host_agents.algorithms import allgather, barrier, bcast, scatter
+from host_agents.algorithms import allgather, barrier, bcast, reduce, scatter
 from host_agents.context import CollectiveContext
+from host_agents.reduction import LANE_BYTES, ReduceOp, reduce_all
 
 F = TypeVar("F")
 Ctx = CollectiveContext
@@ -28,6 +29,8 @@ BcastFn = Callable[[Ctx, bytearray, int], Awaitable[None]]  # (ctx, buf, root)
 BarrierFn = Callable[[Ctx], Awaitable[None]]
 ScatterFn = Callable[[Ctx, memoryview | None, bytearray, int, int], Awaitable[None]]
 AllgatherFn = Callable[[Ctx, bytearray, int], Awaitable[None]]  # (ctx, recvbuf, block)
+ReduceFn = Callable[[Ctx, bytearray, ReduceOp], Awaitable[None]]  # (ctx, vector, op)
+RootedReduceFn = Callable[[Ctx, bytearray, int, ReduceOp], Awaitable[None]]  # + root
 OwnedBytes = Callable[[int, int], bytes]  # (owner rank, length) -> that rank's data
 
 
@@ -43,6 +46,20 @@ class Call:
     data: bytes | bytearray | None = None
     root: int = 0
     size: int = 0
+    op: str = "sum"  # reductions: sum, min, max, and, or, xor (host_agents.reduction)
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One rank's part of one checked instance: ``owned(rank, n)`` is the data rank ``rank``
+    brings; the descriptor says what each rank passes in and must get back."""
+
+    owned: OwnedBytes
+    root: int
+    ranks: int
+    rank: int
+    size: int
+    op: str = "sum"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +84,9 @@ class Collective(Generic[F]):
     check: Callable[[int, int, Call], str | None]
     # (nbytes, ranks, innet) -> (algorithm, why)
     auto: Callable[[int, int, bool], tuple[str, str]]
-    # (bytes of a rank, root, ranks, rank, size) -> what the rank passes in / must get back
-    contribution: Callable[[OwnedBytes, int, int, int, int], bytes | None]
-    expected: Callable[[OwnedBytes, int, int, int, int], bytes | None]
+    # what the rank passes in / must get back (None: nothing, or nothing to check)
+    contribution: Callable[[Case], bytes | None]
+    expected: Callable[[Case], bytes | None]
     doc: str = ""
 
     def choose(self, algorithm: str, nbytes: int, ranks: int, innet: bool) -> tuple[str, str]:
@@ -88,7 +105,7 @@ def algorithms_of(*entries: Algorithm[F]) -> dict[str, Algorithm[F]]:
     return {a.name: a for a in entries}
 
 
-def _nothing(owned: OwnedBytes, root: int, ranks: int, rank: int, size: int) -> None:
+def _nothing(case: Case) -> None:
     return None
 
 
@@ -139,8 +156,8 @@ BCAST: Collective[BcastFn] = Collective(
     execute=_bcast,
     check=_bcast_check,
     auto=_bcast_auto,
-    contribution=lambda owned, root, ranks, rank, size: owned(root, size) if rank == root else None,
-    expected=lambda owned, root, ranks, rank, size: owned(root, size),
+    contribution=lambda c: c.owned(c.root, c.size) if c.rank == c.root else None,
+    expected=lambda c: c.owned(c.root, c.size),
 )
 
 
@@ -206,12 +223,8 @@ SCATTER: Collective[ScatterFn] = Collective(
     execute=_scatter,
     check=_scatter_check,
     auto=lambda nbytes, ranks, innet: ("tree", "binomial scatter (MPICH's only scatter)"),
-    contribution=lambda owned, root, ranks, rank, size: (
-        owned(root, size * ranks) if rank == root else None
-    ),
-    expected=lambda owned, root, ranks, rank, size: owned(root, size * ranks)[
-        rank * size : (rank + 1) * size
-    ],
+    contribution=lambda c: c.owned(c.root, c.size * c.ranks) if c.rank == c.root else None,
+    expected=lambda c: c.owned(c.root, c.size * c.ranks)[c.rank * c.size : (c.rank + 1) * c.size],
 )
 
 
@@ -260,12 +273,85 @@ ALLGATHER: Collective[AllgatherFn] = Collective(
     execute=_allgather,
     check=_allgather_check,
     auto=_allgather_auto,
-    contribution=lambda owned, root, ranks, rank, size: owned(rank, size),
-    expected=lambda owned, root, ranks, rank, size: b"".join(owned(r, size) for r in range(ranks)),
+    contribution=lambda c: c.owned(c.rank, c.size),
+    expected=lambda c: b"".join(c.owned(r, c.size) for r in range(c.ranks)),
 )
 
 
-COLLECTIVES: dict[str, Collective[Any]] = {c.name: c for c in (BCAST, BARRIER, SCATTER, ALLGATHER)}
+# -- allreduce and reduce (int32 vectors; host_agents.reduction) ------------------------------
+
+
+def _reduce_check(rank: int, ranks: int, call: Call) -> str | None:
+    if call.size % LANE_BYTES:
+        return f"a reduction's size is whole 32-bit lanes: {call.size} bytes is not"
+    if call.data is None or len(call.data) != call.size:
+        got = None if call.data is None else len(call.data)
+        return f"a reduction needs this rank's {call.size}-byte vector, got {got}"
+    try:
+        ReduceOp.named(call.op)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+async def _allreduce(fn: ReduceFn, ctx: Ctx, call: Call) -> bytearray:
+    vec = bytearray(call.data or b"")
+    await fn(ctx, vec, ReduceOp.named(call.op))
+    return vec
+
+
+async def _reduce(fn: RootedReduceFn, ctx: Ctx, call: Call) -> bytearray | None:
+    vec = bytearray(call.data or b"")
+    await fn(ctx, vec, call.root, ReduceOp.named(call.op))
+    return vec if ctx.rank == call.root else None
+
+
+def _reduced(c: Case) -> bytes:
+    return reduce_all([c.owned(r, c.size) for r in range(c.ranks)], ReduceOp.named(c.op))
+
+
+# MPICH's cut-over (bytes) between latency- and bandwidth-bound allreduce algorithms
+ALLREDUCE_SHORT = 2048
+
+ALLREDUCE: Collective[ReduceFn] = Collective(
+    name="allreduce",
+    doc="every rank ends with every rank's vector combined lane by lane",
+    has_root=False,
+    algorithms=algorithms_of(
+        Algorithm("recursive_doubling", reduce.recursive_doubling, tuning="short vectors"),
+        Algorithm("ring", reduce.ring, tuning="long vectors: 2(P-1)/P of the vector per rank"),
+        Algorithm("rabenseifner", reduce.rabenseifner, tuning="long vectors, log2 P steps"),
+        Algorithm("binomial", reduce.binomial, tuning="reduce then broadcast"),
+    ),
+    execute=_allreduce,
+    check=_reduce_check,
+    auto=lambda nbytes, ranks, innet: (
+        ("recursive_doubling", f"short (< {ALLREDUCE_SHORT} B)")
+        if nbytes < ALLREDUCE_SHORT
+        else ("rabenseifner", f"long (>= {ALLREDUCE_SHORT} B): reduce-scatter + allgather")
+    ),
+    contribution=lambda c: c.owned(c.rank, c.size),
+    expected=_reduced,
+)
+
+REDUCE: Collective[RootedReduceFn] = Collective(
+    name="reduce",
+    doc="the root ends with every rank's vector combined lane by lane",
+    has_root=True,
+    algorithms=algorithms_of(
+        Algorithm("binomial", reduce.binomial_reduce, tuning="MPICH's default, commutative ops"),
+    ),
+    execute=_reduce,
+    check=_reduce_check,
+    auto=lambda nbytes, ranks, innet: ("binomial", "binomial tree to the root"),
+    contribution=lambda c: c.owned(c.rank, c.size),
+    expected=lambda c: _reduced(c) if c.rank == c.root else None,
+)
+
+
+COLLECTIVES: dict[str, Collective[Any]] = {
+    c.name: c for c in (BCAST, BARRIER, SCATTER, ALLGATHER, ALLREDUCE, REDUCE)
+}
 
 
 def register(collective: Collective[Any]) -> None:

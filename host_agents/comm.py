@@ -163,7 +163,13 @@ class Comm:
         return await self.start(which, call, algorithm=algorithm).wait()
 
     async def init(
-        self, which: str | Collective[Any], *, root: int = 0, size: int, algorithm: str = "auto"
+        self,
+        which: str | Collective[Any],
+        *,
+        root: int = 0,
+        size: int,
+        algorithm: str = "auto",
+        op: str = "sum",
     ) -> Persistent[Any]:
         """Prepare a collective once (switch state included); each start(data) only sends."""
         coll = collective(which) if isinstance(which, str) else which
@@ -176,7 +182,7 @@ class Comm:
         init_s = time.perf_counter() - started
 
         def start(data: bytes | bytearray | None) -> Request[Any]:
-            return self.start(coll, Call(data, root, size), algorithm=name)
+            return self.start(coll, Call(data, root, size, op), algorithm=name)
 
         return Persistent(start, init_s, name)
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host_agents.collectives import collective
+from host_agents.collectives import Case, collective
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,7 @@ class CollectiveTest:
     root: int = 0
     persistent: bool = False
     sync: bool = True  # a barrier before each iteration (OSU style); False: back to back
+    op: str = "sum"  # reductions only (host_agents.reduction)
 
     def __post_init__(self) -> None:
         collective(self.collective)  # raises, naming the known ones
@@ -76,18 +77,18 @@ class Instance:
     root: int
     nranks: int
     rank: int
+    op: str = "sum"
 
     def _bytes(self, owner: int, nbytes: int) -> bytes:
         return pattern(self.seed, self.test, self.size, self.iteration, owner, nbytes)
 
     def contribution(self) -> bytes | None:
         """What the rank passes in (None where it passes nothing)."""
-        return collective(self.collective).contribution(
-            self._bytes, self.root, self.nranks, self.rank, self.size
-        )
+        return collective(self.collective).contribution(self._case())
 
     def expected(self) -> bytes | None:
         """What the rank must end with (None where nothing is checked, e.g. a barrier)."""
-        return collective(self.collective).expected(
-            self._bytes, self.root, self.nranks, self.rank, self.size
-        )
+        return collective(self.collective).expected(self._case())
+
+    def _case(self) -> Case:
+        return Case(self._bytes, self.root, self.nranks, self.rank, self.size, self.op)

@@ -54,8 +54,8 @@ SHIFT: Collective[ShiftFn] = Collective(
         None if call.data is not None and len(call.data) == call.size else "needs a block"
     ),
     auto=lambda nbytes, ranks, innet: ("ring", "the only one"),
-    contribution=lambda owned, root, ranks, rank, size: owned(rank, size),
-    expected=lambda owned, root, ranks, rank, size: owned((rank - 1) % ranks, size),
+    contribution=lambda c: c.owned(c.rank, c.size),
+    expected=lambda c: c.owned((c.rank - 1) % c.ranks, c.size),
 )
 
 
@@ -96,5 +96,7 @@ def test_a_toy_collective_runs_through_the_descriptors_alone(shift_registered: N
 
 
 def test_unknown_collectives_name_the_known_ones() -> None:
-    with pytest.raises(UnknownAlgorithm, match="known: bcast, barrier, scatter, allgather"):
-        CollectiveTest("reduce")
+    with pytest.raises(
+        UnknownAlgorithm, match="known: bcast, barrier, scatter, allgather, allreduce, reduce"
+    ):
+        CollectiveTest("gather")

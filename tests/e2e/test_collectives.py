@@ -1,6 +1,7 @@
 """Every collective with every algorithm on a running dragonfly, data checked at every rank.
 
 Sizes: bcast 1 B, 16 KiB and 1 MiB; scatter and allgather blocks of 1 B, 1 KiB and 16 KiB;
+allreduce and reduce vectors of 4 B, 1 KiB and 64 KiB (sums, checked against a host sum);
 on the full communicator, then on a random subset with a random root (seeded, printed); and
 a persistent broadcast started 100 times with the buffer changed between starts.
 """
@@ -20,6 +21,8 @@ SIZES = {
     "scatter": (1, 1024, 16384),
     "allgather": (1, 1024, 16384),
     "barrier": (0,),
+    "allreduce": (4, 1024, 65536),
+    "reduce": (4, 1024, 65536),
 }
 CASES = [(kind, name) for kind, table in algorithm_names().items() for name in table]
 

@@ -117,7 +117,8 @@ BCAST_MIN_PROCS = 8
 
 
 async def _bcast(fn: BcastFn, ctx: Ctx, call: Call) -> bytearray:
-    buf = bytearray(call.data) if ctx.rank == call.root and call.data else bytearray(call.size)
+    given = call.data if ctx.rank == call.root else None
+    buf = bytearray(given) if given is not None else bytearray(call.size)
     await fn(ctx, buf, call.root)
     return buf
 
@@ -195,7 +196,9 @@ BARRIER: Collective[BarrierFn] = Collective(
 
 async def _scatter(fn: ScatterFn, ctx: Ctx, call: Call) -> bytearray:
     out = bytearray(call.size)
-    source = memoryview(bytes(call.data)) if ctx.rank == call.root and call.data else None
+    source = (
+        memoryview(bytes(call.data)) if ctx.rank == call.root and call.data is not None else None
+    )
     await fn(ctx, source, out, call.root, call.size)
     return out
 

@@ -15,8 +15,8 @@ repair (unicast)       the multicast's root (only it keeps published data for re
 multicast ACK / NACK   a node whose plan reports to this node: a co-root or direct receiver
                        at the root, a group member at a co-root, any receiver at the root of
                        a published (unacknowledged) multicast
-unicast ACK            the peer the message is being sent to (the engine's lookup by
-                       (peer, comm, epoch, tag) already enforces it)
+unicast ACK            the peer the message is being sent to (the sender's lookup by
+                       (peer, comm, epoch, tag) in transport/unicast.py already enforces it)
 RELEASE                this host's own switch
 =====================  ================================================================
 

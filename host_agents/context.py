@@ -12,7 +12,7 @@ Every rank argument is a rank of the communicator, never a node id.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from controller.wire import Tree
@@ -21,10 +21,25 @@ if TYPE_CHECKING:
     from controller.topology import Topology
     from host_agents.engine import Incoming, Source
 
-__all__ = ["CollectiveContext", "Data", "Tree"]
+__all__ = ["CollectiveContext", "Data", "RepairPacing", "Tree"]
 
 T = TypeVar("T")
 Data = bytes | bytearray | memoryview
+
+
+class RepairPacing(Protocol):
+    @property
+    def quiet(self) -> float:
+        """How long to wait for arrivals before the next :meth:`silence`."""
+        ...
+
+    @property
+    def silent_since(self) -> float: ...
+    def arrived(self, now: float) -> None: ...
+    def silence(self, pending: Mapping[int, Incoming], now: float) -> None:
+        """Nothing arrived for ``quiet``: ask some of the ranks ``pending`` names (rank ->
+        its published multicast as it arrives here) for what is missing."""
+        ...
 
 
 class CollectiveContext(Protocol):
@@ -81,17 +96,12 @@ class CollectiveContext(Protocol):
         ...
 
     def withdraw(self, published: object) -> None: ...
-    def ask_missing(self, msg: Incoming, root: int) -> None:
-        """Ask rank ``root`` to repair what a published multicast ``msg`` still lacks."""
+    def repair_pacer(self, window: int) -> RepairPacing:
+        """When and whom to ask for repairs while waiting for the published multicasts of
+        many ranks; ``window``: how many may have published before the next one's data is
+        here (host_agents/transport/publish.py)."""
         ...
 
-    @property
-    def repair_pause(self) -> float:
-        """How long arrivals may pause before a receiver asks for repairs (adapts)."""
-        ...
-
-    @property
-    def max_backoff(self) -> float: ...
     @property
     def progress_timeout(self) -> float: ...
     def now(self) -> float: ...

@@ -9,12 +9,13 @@ the rank, the collective, the instance and the step.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from host_agents.context import CollectiveContext, Data
+from host_agents.context import CollectiveContext, Data, RepairPacing
 from host_agents.engine import Engine, EngineError, Incoming, Source
 from host_agents.plans import ragasa_relays
+from host_agents.transport.publish import RepairPacer
 
 if TYPE_CHECKING:
     from controller.topology import Topology
@@ -25,6 +26,28 @@ T = TypeVar("T")
 
 class CollectiveError(Exception):
     """A collective failed; the message names the rank, the collective and the step."""
+
+
+class _RankPacer:
+    """The engine's repair pacer, keyed by ranks instead of node ids."""
+
+    def __init__(self, pacer: RepairPacer, node_of: Callable[[int], int]) -> None:
+        self._pacer = pacer
+        self._node_of = node_of
+
+    @property
+    def quiet(self) -> float:
+        return self._pacer.quiet
+
+    @property
+    def silent_since(self) -> float:
+        return self._pacer.silent_since
+
+    def arrived(self, now: float) -> None:
+        self._pacer.arrived(now)
+
+    def silence(self, pending: Mapping[int, Incoming], now: float) -> None:
+        self._pacer.silence(pending, self._node_of, now)
 
 
 class EngineContext:
@@ -154,16 +177,8 @@ class EngineContext:
     def withdraw(self, published: object) -> None:
         self.engine.mcast_withdraw(published)  # type: ignore[arg-type]
 
-    def ask_missing(self, msg: Incoming, root: int) -> None:
-        self.engine.request_missing(msg, self.node(root))
-
-    @property
-    def repair_pause(self) -> float:
-        return self.engine.repair_quiet
-
-    @property
-    def max_backoff(self) -> float:
-        return self.engine.cfg.rto_max
+    def repair_pacer(self, window: int) -> RepairPacing:
+        return _RankPacer(self.engine.repair_pacer(window), self.node)
 
     @property
     def progress_timeout(self) -> float:

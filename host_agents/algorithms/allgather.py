@@ -113,9 +113,6 @@ async def recursive_doubling(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
 
 
 IN_FLIGHT_SEGMENTS = 64  # multicast segments published at once across the communicator
-# roots a receiver asks for repairs after one silence: the first silences under load are mostly
-# data still queued, and asking every root at once makes repairs that queue behind it too
-ASK_AT_ONCE = 8
 
 
 async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
@@ -123,7 +120,8 @@ async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     time: rank r publishes once it holds the block of rank r - W, W chosen so about
     IN_FLIGHT_SEGMENTS segments are multicast at once (72 ranks publishing 16 KiB together
     overflow BMv2's port buffers and the repairs that follow). Receivers ask the roots for
-    what is missing whenever arrivals fall silent (repairs come by unicast), and one switch
+    what is missing whenever arrivals fall silent (the repair pacer of
+    host_agents/transport/publish.py decides whom to ask, and when), and one switch
     barrier tells everyone that every rank has every block, which is when the published
     blocks can go. No per-multicast ACKs: P^2 of them would dwarf the data."""
     view = memoryview(recvbuf)
@@ -139,9 +137,7 @@ async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     }
     try:
         ctx.step = "receive every block"
-        quiet = ctx.repair_pause
-        silent_since = ctx.now()
-        asked: dict[int, tuple[int, float, float]] = {}  # rank -> (progress, next ask, backoff)
+        pacer = ctx.repair_pacer(window)  # when to ask which ranks for repairs
         while True:
             if published is None and (gate < 0 or gate not in pending):
                 published = ctx.publish(Tree.INNET, mine)
@@ -149,7 +145,7 @@ async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
                 break
             done, _ = await asyncio.wait(
                 [m.done for m in pending.values()],
-                timeout=quiet,
+                timeout=pacer.quiet,
                 return_when=asyncio.FIRST_COMPLETED,
             )
             for rank, msg in list(pending.items()):
@@ -159,34 +155,12 @@ async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
                     del pending[rank]
             now = ctx.now()
             if done:
-                quiet, silent_since = ctx.repair_pause, now
+                pacer.arrived(now)
                 continue
-            if now - silent_since > ctx.progress_timeout:
+            if now - pacer.silent_since > ctx.progress_timeout:
                 missing = sorted(pending)[:8]
                 raise ctx.error(f"blocks of ranks {missing} never arrived ({len(pending)} missing)")
-            # silence: ask for what is missing, but only from ranks that can have published
-            # (blocks already partly here first, then the lowest `window` of the rest: a higher
-            # rank waits for a lower one), at most ASK_AT_ONCE of them, and each root again only
-            # after its own backoff, doubling while its block makes no progress (the repair may
-            # be on its way). Asking all 71 ranks every time is a NACK storm that starves the
-            # data it asks for.
-            unseen_asked = asked_now = 0
-            for rank, msg in sorted(pending.items(), key=lambda kv: (kv[1].n_received == 0, kv[0])):
-                if asked_now == ASK_AT_ONCE:
-                    break
-                if msg.n_received == 0:
-                    if unseen_asked == window:
-                        continue
-                    unseen_asked += 1
-                progress, next_at, backoff = asked.get(rank, (-1, 0.0, ctx.repair_pause))
-                if progress != msg.n_received:
-                    backoff = ctx.repair_pause
-                elif now < next_at:
-                    continue
-                ctx.ask_missing(msg, rank)
-                asked_now += 1
-                asked[rank] = (msg.n_received, now + backoff, min(backoff * 2, ctx.max_backoff))
-            quiet = min(quiet * 2, ctx.max_backoff)
+            pacer.silence(pending, now)
         ctx.step = "confirm with a switch barrier"
         await ctx.switch_barrier()
     finally:

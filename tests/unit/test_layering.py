@@ -101,3 +101,13 @@ def test_algorithms_import_only_the_context() -> None:
         if name.startswith("host_agents.algorithms."):
             outside = {t for t in targets if not t.startswith("host_agents.algorithms")} - allowed
             assert not outside, f"{name} imports {sorted(outside)}: algorithms see only the context"
+
+
+def test_host_agent_modules_stay_small() -> None:
+    """One job per module: none of the host agent's modules grows past about 400 lines."""
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in (ROOT / "host_agents").rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 420
+    }
+    assert not long, f"split these by job: {long}"

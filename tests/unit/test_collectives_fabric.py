@@ -17,9 +17,10 @@ import pytest
 
 from controller import wire
 from controller.topology import Topology, dragonfly
-from host_agents.collectives import UnknownAlgorithm, algorithm_names
+from host_agents.collectives import COLLECTIVES, Call, Case, UnknownAlgorithm, algorithm_names
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig
+from host_agents.reduction import LANE_BYTES
 from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
@@ -90,6 +91,31 @@ async def allgather_all(comms: list[Comm], blocks: list[bytes], algorithm: str) 
     whole = b"".join(blocks)
     for comm, got in zip(comms, results, strict=True):
         assert got == whole, f"rank {comm.rank} gathered wrong data"
+
+
+async def run_checked(
+    comms: list[Comm], kind: str, algorithm: str, nbytes: int, root: int, instance: int
+) -> None:
+    """Any collective of the registry, each rank's input and expected output from its
+    descriptor (the checks the agents make); reductions take whole 32-bit lanes."""
+    coll = COLLECTIVES[kind]
+    if kind in ("allreduce", "reduce"):
+        nbytes -= nbytes % LANE_BYTES
+
+    def owned(rank: int, length: int) -> bytes:
+        return pattern(len(comms), instance, rank, size=length)
+
+    cases = [Case(owned, root, len(comms), c.rank, nbytes) for c in comms]
+    results = await asyncio.gather(
+        *(
+            c.run(kind, Call(coll.contribution(case), root, nbytes), algorithm=algorithm)
+            for c, case in zip(comms, cases, strict=True)
+        )
+    )
+    for case, got in zip(cases, results, strict=True):
+        expected = coll.expected(case)
+        if expected is not None:
+            assert got == expected, f"rank {case.rank}: wrong {kind} result (root {root})"
 
 
 @pytest.mark.parametrize("nbytes", SIZES)
@@ -191,24 +217,12 @@ def test_every_algorithm_under_loss_duplication_reordering(
                 faults=LOSSY,
                 seed=test_seed + n,
             )
-            comms = cluster.comms
             for instance in range(4):
                 root = test_rng.randrange(n)
                 nbytes = (1, 1500, 40000, 0)[instance]
-                if kind == "bcast":
-                    await bcast_all(comms, root, pattern(n, instance, size=nbytes), algorithm)
-                elif kind == "scatter":
-                    block = min(nbytes, 3000)
-                    await scatter_all(
-                        comms, root, pattern(n, instance, size=block * n), block, algorithm
-                    )
-                elif kind == "allgather":
-                    block = min(nbytes, 3000)
-                    await allgather_all(
-                        comms, [pattern(n, instance, r, size=block) for r in range(n)], algorithm
-                    )
-                else:
-                    await asyncio.gather(*(c.barrier(algorithm=algorithm) for c in comms))
+                if kind in ("scatter", "allgather"):
+                    nbytes = min(nbytes, 3000)
+                await run_checked(cluster.comms, kind, algorithm, nbytes, root, instance)
             assert cluster.fabric.lost > 0 or n == 2, "the fault injection did not drop anything"
 
     run(body)
@@ -238,17 +252,11 @@ def test_every_algorithm_at_the_real_mtu_under_loss(
             faults=LOSSY,
             seed=test_seed,
         )
-        comms, root = cluster.comms, test_rng.randrange(n)
-        if kind == "bcast":
-            await bcast_all(comms, root, pattern(n, 1, size=200_000), algorithm)  # 137 segments
-        elif kind == "scatter":
-            await scatter_all(comms, root, pattern(n, 2, size=20_000 * n), 20_000, algorithm)
-        elif kind == "allgather":
-            blocks = [pattern(n, 3, r, size=20_000) for r in range(n)]  # 14 segments each
-            await allgather_all(comms, blocks, algorithm)
-        else:
-            for _ in range(3):
-                await asyncio.gather(*(c.barrier(algorithm=algorithm) for c in comms))
+        root = test_rng.randrange(n)
+        # 137 segments of a broadcast or reduction; 14 of each scatter or allgather block
+        nbytes = 20_000 if kind in ("scatter", "allgather") else 200_000
+        for instance in range(3 if kind == "barrier" else 1):
+            await run_checked(cluster.comms, kind, algorithm, nbytes, root, instance)
         assert cluster.fabric.lost > 0, "the fault injection did not drop anything"
 
     run(body)

@@ -226,8 +226,7 @@ def replication_modes(
         net = NetcollNetwork(
             NetworkOptions(**{**asdict(options), "replication": mode, "membership": "mp"})
         )
-        try:
-            net.start()
+        with net:
             members = tuple(h.node_id for h in net.topo.hosts)
             comm_id, install = net.create_comm(members)
             assert net.control is not None
@@ -250,8 +249,6 @@ def replication_modes(
                 f"  replication {mode:9s}: bcast {size} B {out[mode]['bcast_avg_us']:.0f} us, "
                 f"install {install * 1e3:.0f} ms, {filtered} copies made and dropped in egress"
             )
-        finally:
-            net.stop()
     return out
 
 
@@ -324,13 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     options = NetworkOptions(spec=args.topo, build_dir=args.build_dir, log_dir=Path("logs/bench"))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     net = NetcollNetwork(options)
-    try:
-        print(f"*** {net.start()}")
+    with net:
+        print(f"*** {net.report}")
         rows = compare_algorithms(net, sizes, args.iterations, args.seed)
         print(f"*** persistent broadcast (install once, start {args.iterations} times)")
         persistent = persistent_vs_plain(net, 16384, args.iterations * 4, args.seed)
-    finally:
-        net.stop()
     print("*** replication of mini-packet membership")
     replication = replication_modes(options, 16384, args.iterations, args.seed)
     print()

@@ -17,7 +17,7 @@ increasing port order.
 Trees
 -----
 ``innet_tree``        switch-only broadcast from the root host's switch to every member.
-``ragasa_trees``      Ragasa (seed 000): a *spread* tree from the root's switch to one relay
+``ragasa_trees``      [Ragasa] (README, Papers): a *spread* tree from the root's switch to one relay
                       host per remote group holding members, then one *group* tree per relay
                       (and one for the root's own group) delivering to the rest of that group.
 ``barrier_tree``      switch-rooted tree over all members; hosts send ARRIVE up it and the

@@ -4,7 +4,7 @@ For each collective, algorithm and size it runs one workload on every host and r
 switches' per-port counters before and after, so each row of the OSU-style table carries the
 bytes the operation put on links, on global links, and its ratio to the physical minimum (each
 link carrying each segment once). It also measures the persistent broadcast (install once,
-start many times: seed 002) and the two ways of replicating membership written by mini
+start many times: [Tofu2]) and the two ways of replicating membership written by mini
 packets (port-subset groups against one all-ports group filtered in egress). Everything runs
 in one invocation so comparisons are ratios from the same machine state.
 
@@ -190,7 +190,7 @@ def compare_algorithms(
 def persistent_vs_plain(
     net: NetcollNetwork, size: int, iterations: int, seed: int
 ) -> dict[str, Any]:
-    """Seed 002: install a root's trees once (bcast_init), then start many times."""
+    """[Tofu2]: install a root's trees once (bcast_init), then start many times."""
     members = tuple(h.node_id for h in net.topo.hosts)
     tests = [
         CollectiveTest(

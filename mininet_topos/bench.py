@@ -4,7 +4,7 @@ For each collective, algorithm and size it runs one workload on every host and r
 switches' per-port counters before and after, so each row of the OSU-style table carries the
 bytes the operation put on links, on global links, and its ratio to the physical minimum (each
 link carrying each segment once). It also measures the persistent broadcast (install once,
-start many times: seed 002) and the two ways of replicating membership written by mini
+start many times: [Tofu2]) and the two ways of replicating membership written by mini
 packets (port-subset groups against one all-ports group filtered in egress). Everything runs
 in one invocation so comparisons are ratios from the same machine state.
 
@@ -207,7 +207,7 @@ def compare_algorithms(
 def persistent_vs_plain(
     net: NetcollNetwork, size: int, iterations: int, seed: int
 ) -> dict[str, Any]:
-    """Seed 002: install a root's trees once (bcast_init), then start many times."""
+    """[Tofu2]: install a root's trees once (bcast_init), then start many times."""
     members = tuple(h.node_id for h in net.topo.hosts)
     tests = [
         CollectiveTest(
@@ -243,8 +243,7 @@ def replication_modes(
         net = NetcollNetwork(
             NetworkOptions(**{**asdict(options), "replication": mode, "membership": "mp"})
         )
-        try:
-            net.start()
+        with net:
             members = tuple(h.node_id for h in net.topo.hosts)
             comm_id, install = net.create_comm(members)
             assert net.control is not None
@@ -267,8 +266,6 @@ def replication_modes(
                 f"  replication {mode:9s}: bcast {size} B {out[mode]['bcast_avg_us']:.0f} us, "
                 f"install {install * 1e3:.0f} ms, {filtered} copies made and dropped in egress"
             )
-        finally:
-            net.stop()
     return out
 
 
@@ -341,13 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     options = NetworkOptions(spec=args.topo, build_dir=args.build_dir, log_dir=Path("logs/bench"))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     net = NetcollNetwork(options)
-    try:
-        print(f"*** {net.start()}")
+    with net:
+        print(f"*** {net.report}")
         rows = compare_algorithms(net, sizes, args.iterations, args.seed)
         print(f"*** persistent broadcast (install once, start {args.iterations} times)")
         persistent = persistent_vs_plain(net, 16384, args.iterations * 4, args.seed)
-    finally:
-        net.stop()
     print("*** replication of mini-packet membership")
     replication = replication_modes(options, 16384, args.iterations, args.seed)
     print()

@@ -70,6 +70,37 @@ class Bmv2Config:
         return cmd
 
 
+@dataclass(frozen=True)
+class Bmv2Options:
+    """How the BMv2 switches of one network run. Each switch node holds its network's options
+    (never a class attribute), so two networks in one process cannot see each other's."""
+
+    run_dir: Path = Path("/tmp/netcoll-run")
+    grpc_base: int = 29100  # switch i serves P4Runtime on grpc_base + i
+    thrift_base: int = 19100  # and the Thrift runtime on thrift_base + i
+    log_level: str | None = None
+    pcap_dir: Path | None = None
+
+    def grpc_address(self, index: int) -> str:
+        return f"127.0.0.1:{self.grpc_base + index}"
+
+    def thrift_port(self, index: int) -> int:
+        return self.thrift_base + index
+
+    def config(self, name: str, index: int, ports: dict[int, str]) -> Bmv2Config:
+        """The process of switch ``index`` (device id ``index + 1``) on ``ports``."""
+        return Bmv2Config(
+            name=name,
+            device_id=index + 1,
+            ports=ports,
+            grpc_address=self.grpc_address(index),
+            run_dir=self.run_dir,
+            thrift_port=self.thrift_port(index),
+            log_level=self.log_level,
+            pcap_dir=self.pcap_dir,
+        )
+
+
 class Bmv2Process:
     def __init__(self, config: Bmv2Config, registry: RunRegistry | None = None) -> None:
         self.config = config

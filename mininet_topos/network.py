@@ -1,10 +1,11 @@
 """Bring a netcoll network up and down: Mininet hosts and links, BMv2 switches, the control
 plane, the communicator service.
 
-    net = NetcollNetwork(NetworkOptions(spec="df:2,4,2"))
-    report = net.start()          # bring-up time, measured phase by phase
-    ...                           # net.launcher(), net.control, net.mininet
-    net.stop()
+    with NetcollNetwork(NetworkOptions(spec="df:2,4,2")) as net:
+        print(net.report)         # bring-up time, measured phase by phase
+        ...                       # net.launcher(), net.control, net.mininet
+
+Leaving the block tears everything down, also when the bring-up itself failed half-way.
 
 The control plane runs on an asyncio loop in a background thread, so the Mininet CLI stays
 responsive; :meth:`NetcollNetwork.call` runs a coroutine there and waits, bounded.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -40,6 +42,7 @@ from controller.runtime import ControlPlane
 from controller.service import CommService
 from host_agents.launcher import Launcher
 from host_agents.port import RawSocketPort
+from mininet_topos.bmv2 import Bmv2Options
 from mininet_topos.linkemu import EmulatorClient, Impairment
 from mininet_topos.nodes import Bmv2Switch, RecordedHost, RecordedLink
 from mininet_topos.runstate import RunRegistry, stop_run
@@ -152,6 +155,17 @@ class NetcollNetwork:
 
     # -- bring-up ------------------------------------------------------------------------------
 
+    def __enter__(self) -> NetcollNetwork:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()  # whatever came up before the failure
+            raise
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
     def start(self) -> BringUp:
         opts = self.options
         if os.geteuid() != 0:
@@ -164,7 +178,7 @@ class NetcollNetwork:
                 raise BringUpError(f"{path} is missing: run 'make build'")
         self._check_ports()
         if threading.current_thread() is threading.main_thread():
-            # `kill` (SIGTERM) unwinds like Ctrl-C, so the caller's stop() tears the network down
+            # `kill` (SIGTERM) unwinds like Ctrl-C, so leaving the `with` block tears it down
             signal.signal(signal.SIGTERM, _exit_on_sigterm)
         started = time.perf_counter()
         shutil.rmtree(opts.run_dir, ignore_errors=True)
@@ -172,21 +186,21 @@ class NetcollNetwork:
         opts.log_dir.mkdir(parents=True, exist_ok=True)
         self.registry = RunRegistry(f"net-{os.getpid()}")
         self.registry.record_file(opts.run_dir)
-        for cls in (RecordedHost, Bmv2Switch):
-            cls.registry = self.registry
-        RecordedLink.registry = self.registry
-        Bmv2Switch.run_dir = opts.run_dir
-        Bmv2Switch.grpc_base, Bmv2Switch.thrift_base = opts.grpc_base, opts.thrift_base
-        Bmv2Switch.log_level = opts.log_level
-        Bmv2Switch.pcap_dir = opts.log_dir if opts.pcap else None
+        bmv2 = Bmv2Options(
+            run_dir=opts.run_dir,
+            grpc_base=opts.grpc_base,
+            thrift_base=opts.thrift_base,
+            log_level=opts.log_level,
+            pcap_dir=opts.log_dir if opts.pcap else None,
+        )
 
         mininet_topo = NetcollTopo(net=self.topo, relay=opts.emulate_links)
         self.emulated = mininet_topo.emulated
         self.mininet = Mininet(
             topo=mininet_topo,
-            switch=Bmv2Switch,
-            host=RecordedHost,
-            link=RecordedLink,
+            switch=functools.partial(Bmv2Switch, options=bmv2, registry=self.registry),
+            host=functools.partial(RecordedHost, registry=self.registry),
+            link=functools.partial(RecordedLink, registry=self.registry),
             controller=None,
             autoSetMacs=False,
             build=False,
@@ -299,8 +313,11 @@ class NetcollNetwork:
     def restart_switch(self, index: int, timeout: float = 60.0) -> float:
         """Kill a switch's BMv2 process and start a fresh one on the same ports; returns the
         seconds until the control plane had programmed it again."""
-        assert self.mininet is not None and self.control is not None
-        switch = next(s for s in self.mininet.switches if s.index == index)
+        if self.mininet is None or self.control is None:
+            raise BringUpError("the network is not running")
+        switch = next((s for s in self.mininet.switches if s.index == index), None)
+        if switch is None:
+            raise ValueError(f"no switch {index}: the switches are 0..{self.topo.num_switches - 1}")
         started = time.perf_counter()
         connections = self.control.switches[index].connections
         switch.restart(timeout)

@@ -267,13 +267,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(SETTINGS)} fault settings x {len(CELLS)} cells, "
             f"{args.ops} operations each, budget {args.budget / 60:.0f} min"
         )
-        print(f"*** {net.start()}")
-        outcomes = run_matrix(net, args.ops, args.budget, args.seed, args.members)
+        with net:
+            print(f"*** {net.report}")
+            outcomes = run_matrix(net, args.ops, args.budget, args.seed, args.members)
     except BringUpError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    finally:
-        net.stop()
     seconds = time.monotonic() - started
     write_report(
         args.report,

@@ -1,4 +1,4 @@
-"""The management node: writes and reads switch registers with mini packets (seed 000).
+"""The management node: writes and reads switch registers with mini packets ([Ragasa]).
 
 Each mini packet names its target switch and a slot and carries a generation; switches on
 the way forward it, the target applies it if the generation is newer and answers MP_REPLY.

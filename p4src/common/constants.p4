@@ -3,7 +3,7 @@
  * Sizes are -D overridable. The control plane never hard-codes them: it reads the sizes of the
  * tables, registers and counters back from P4Info (controller/p4info.py), so a program built
  * with other values is driven correctly, and running out of slots is a control-plane error.
- * Protocol values mirror controller/wire.py; tests/unit/test_p4_constants.py keeps them in step.
+ * Protocol values mirror controller/wire.py; tests/unit/test_wire.py keeps them in step.
  */
 #ifndef NETCOLL_CONSTANTS_P4
 #define NETCOLL_CONSTANTS_P4

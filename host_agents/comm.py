@@ -3,7 +3,7 @@
 Blocking collectives are coroutines (``await comm.bcast(...)``); nonblocking ones
 (``comm.ibcast(...)``) return a :class:`Request` at once and progress in the background on
 the same event loop; persistent ones (``await comm.bcast_init(...)``) have their switch state
-installed once, after which every ``start()`` only sends (seed 002). As in MPI, every rank of
+installed once, after which every ``start()`` only sends ([Tofu2]). As in MPI, every rank of
 a communicator calls its collectives in the same order: the order numbers the instances
 (epochs), which is how the frames of overlapping collectives are told apart.
 

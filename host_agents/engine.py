@@ -9,7 +9,7 @@ the MTU and makes them reliable. Each protocol lives in its own module under
 * ``unicast``: per-message window, per-peer AIMD, SACK, fast retransmit, RTO with backoff;
 * ``multicast_root``: the switch replicates, the root keeps a window over its slowest group;
 * ``multicast_receiver``: receivers' delayed ACKs and randomly delayed NACKs;
-* ``aggregation``: a co-root per dragonfly group merges its group's ACKs and NACKs (seed 001);
+* ``aggregation``: a co-root per dragonfly group merges its group's ACKs and NACKs ([IB-mcast]);
 * ``publish``: multicast without ACKs (allgather), repaired on request, requests paced;
 * ``barrier``: ARRIVE resent with backoff until a RELEASE covering its epoch arrives;
 * ``probes``: PING and PONG;

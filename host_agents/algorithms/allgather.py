@@ -1,4 +1,4 @@
-"""Allgather algorithms (seed 004 and MPICH).
+"""Allgather algorithms ([DF-scatter] and MPICH).
 
 ``ring`` (P-1 steps to the right neighbour), ``bruck`` (ceil(log2 P) steps, any P),
 ``recursive_doubling`` (log2 steps; ranks beyond the largest power of two fold their block

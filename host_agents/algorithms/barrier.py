@@ -1,4 +1,4 @@
-"""Barrier algorithms (seed 003).
+"""Barrier algorithms ([NIC-barrier]).
 
 ``innet``: the switches count arrivals and release the tree. Host-based: ``dissemination``
 (ceil(log2 N) rounds, rank r signals r + 2^k), ``pairwise`` (recursive doubling; the ranks

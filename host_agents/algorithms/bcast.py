@@ -1,11 +1,11 @@
 """Broadcast algorithms.
 
-In-network: ``innet`` (one multicast along the switch-only tree) and ``ragasa`` (seed 000: the
+In-network: ``innet`` (one multicast along the switch-only tree) and ``ragasa`` ([Ragasa]: the
 root's router replicates to one relay per remote group, each relay re-broadcasts within its
 group through its routers, routers deliver to their hosts). Host-based baselines:
 ``binomial`` (store and forward, MPICH's short-message algorithm), ``scatter_allgather``
 (van de Geijn: binomial scatter then ring allgather), ``chain`` (pipelined, segmented) and
-``trinary3`` (seed 002's Trinaryx3: three fragments over three pipelined ternary trees whose
+``trinary3`` ([Tofu2]'s Trinaryx3: three fragments over three pipelined ternary trees whose
 inner ranks differ).
 """
 

@@ -1,4 +1,4 @@
-"""Scatter algorithms (seed 004).
+"""Scatter algorithms ([DF-scatter]).
 
 ``tree``: binomial scatter (MPICH). ``lin``: the root sends each rank its block directly, a few
 at a time, so no large aggregate ever fills a buffer. Topology-aware, for dragonflies:

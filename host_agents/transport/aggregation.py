@@ -1,5 +1,5 @@
 """Co-roots: one node per dragonfly group merges its group's multicast ACKs into one for the
-root (seed 001's co-root scheme), so the root waits for one ACK stream per group, and forwards
+root ([IB-mcast]'s co-root scheme), so the root waits for one ACK stream per group, and forwards
 each range its members NACK once per interval, so one loss high in the tree brings one NACK
 per co-root to the root rather than one per receiver.
 

@@ -55,22 +55,22 @@ bool agg_tag_after(in bit<32> a, in bit<32> b) {
  * condition of a register program (Tofino's RegisterAction) and by the verdict alike. */
 bit<8> agg_key_relation(in bit<32> stored_tag, in bit<32> stored_owner, in bit<32> tag,
                         in bit<32> owner) {
-    return stored_owner == owner && stored_tag == tag ? AGG_KEY_SAME
-        : (stored_owner != owner || agg_tag_after(tag, stored_tag) ? AGG_KEY_FRESH
-                                                                  : AGG_KEY_STALE);
+    return (stored_owner == owner && stored_tag == tag) ? AGG_KEY_SAME
+        : ((stored_owner != owner || agg_tag_after(tag, stored_tag)) ? AGG_KEY_FRESH
+                                                                    : AGG_KEY_STALE);
 }
 
 /* agg_arrived after a packet that is not stale: a RESULT makes the slot final (every child
  * counted, result known); a REDUCE adds its child's bit to the slot's set, empty if fresh. */
 port_bitmap_t agg_arrivals_after(in bit<8> op, in bit<8> relation, in port_bitmap_t stored,
                                  in port_bitmap_t child, in port_bitmap_t child_mask) {
-    return op == OP_RESULT ? child_mask | AGG_RESULT_KNOWN
-        : (relation == AGG_KEY_FRESH ? 32w0 : stored) | child;
+    return (op == OP_RESULT) ? child_mask | AGG_RESULT_KNOWN
+        : ((relation == AGG_KEY_FRESH) ? 32w0 : stored) | child;
 }
 
 /* agg_arrived as the verdict sees it: what the slot held for this chunk before the packet. */
 port_bitmap_t agg_arrivals_before(in bit<8> relation, in port_bitmap_t stored) {
-    return relation == AGG_KEY_FRESH ? 32w0 : stored;
+    return (relation == AGG_KEY_FRESH) ? 32w0 : stored;
 }
 
 /* Before the slot: may this port send this op on the communicator's tree? */
@@ -113,7 +113,7 @@ void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
             reason = DROP_AGG_DUPLICATE; /* counted once already */
         }
     } else {
-        lane_mode = relation == AGG_KEY_FRESH ? AGG_LANES_SET : AGG_LANES_COMBINE;
+        lane_mode = (relation == AGG_KEY_FRESH) ? AGG_LANES_SET : AGG_LANES_COMBINE;
         if ((previous | in_port_bit) != child_mask) {
             verdict = AGG_ABSORB;
         } else if (parent_port == 0) {
@@ -132,12 +132,13 @@ bool agg_signed_less(in bit<32> a, in bit<32> b) {
 /* One lane of the reduction: op(stored, offered). Expressions only, so an architecture may
  * call it inside an action. */
 bit<32> agg_combine(in bit<8> op, in bit<32> stored, in bit<32> offered) {
-    return op == AGG_SUM ? stored + offered
-        : op == AGG_MIN ? (agg_signed_less(offered, stored) ? offered : stored)
-        : op == AGG_MAX ? (agg_signed_less(stored, offered) ? offered : stored)
-        : op == AGG_AND ? stored & offered
-        : op == AGG_OR ? stored | offered
-        : stored ^ offered;
+    /* P4's ?: binds tighter than ==: every condition is parenthesised */
+    return (op == AGG_SUM) ? stored + offered
+        : ((op == AGG_MIN) ? ((agg_signed_less(offered, stored)) ? offered : stored)
+        : ((op == AGG_MAX) ? ((agg_signed_less(stored, offered)) ? offered : stored)
+        : ((op == AGG_AND) ? stored & offered
+        : ((op == AGG_OR) ? stored | offered
+        : stored ^ offered))));
 }
 
 /* After AggState: turn the verdict into a packet to send. The lanes are already in hdr.agg.

@@ -307,17 +307,17 @@ const bit<8> TNA_AGG_ALU_OR = 3;
 const bit<8> TNA_AGG_ALU_UMIN = 4;
 
 bit<8> tna_agg_alu(in bit<8> op) {
-    return op == AGG_SUM ? TNA_AGG_ALU_ADD
-        : op == AGG_XOR ? TNA_AGG_ALU_XOR
-        : op == AGG_AND || op == AGG_OR ? TNA_AGG_ALU_OR
-        : TNA_AGG_ALU_UMIN;
+    return (op == AGG_SUM) ? TNA_AGG_ALU_ADD
+        : ((op == AGG_XOR) ? TNA_AGG_ALU_XOR
+        : ((op == AGG_AND || op == AGG_OR) ? TNA_AGG_ALU_OR
+        : TNA_AGG_ALU_UMIN));
 }
 
 bit<32> tna_agg_mask(in bit<8> op) {
-    return op == AGG_AND ? 32w0xFFFFFFFF
-        : op == AGG_MIN ? 32w0x80000000
-        : op == AGG_MAX ? 32w0x7FFFFFFF
-        : 32w0;
+    return (op == AGG_AND) ? 32w0xFFFFFFFF
+        : ((op == AGG_MIN) ? 32w0x80000000
+        : ((op == AGG_MAX) ? 32w0x7FFFFFFF
+        : 32w0));
 }
 
 /* Lane i: its register and the four programs. Each stores the packet's (masked) lane when the
@@ -447,7 +447,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         if (meta.agg_lane_mode != AGG_LANES_NONE) {
             bit<8> alu = tna_agg_alu(hdr.coll.tree);
             bit<32> mask = tna_agg_mask(hdr.coll.tree);
-            bit<32> identity = alu == TNA_AGG_ALU_UMIN ? 32w0xFFFFFFFF : 32w0;
+            bit<32> identity = (alu == TNA_AGG_ALU_UMIN) ? 32w0xFFFFFFFF : 32w0;
             bool lane_read = meta.agg_lane_mode == AGG_LANES_READ;
             NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_PREPARE)
             NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)

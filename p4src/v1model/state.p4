@@ -173,7 +173,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         bit<64> key;
         agg_key.read(key, meta.agg_slot);
         meta.agg_relation = agg_key_relation(key[63:32], key[31:0], meta.agg_tag, meta.agg_owner);
-        agg_key.write(meta.agg_slot, meta.agg_relation == AGG_KEY_FRESH
+        agg_key.write(meta.agg_slot, (meta.agg_relation == AGG_KEY_FRESH)
             ? meta.agg_tag ++ meta.agg_owner : key);
     }
 

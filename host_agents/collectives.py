@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from host_agents.algorithms import allgather, barrier, bcast, reduce, scatter
 from host_agents.context import CollectiveContext
-from host_agents.reduction import LANE_BYTES, ReduceOp, reduce_all
+from host_agents.reduction import LANE_BYTES, ReduceOp, op_named, reduce_all
 
 F = TypeVar("F")
 Ctx = CollectiveContext
@@ -291,7 +291,7 @@ def _reduce_check(rank: int, ranks: int, call: Call) -> str | None:
         got = None if call.data is None else len(call.data)
         return f"a reduction needs this rank's {call.size}-byte vector, got {got}"
     try:
-        ReduceOp.named(call.op)
+        op_named(call.op)
     except ValueError as exc:
         return str(exc)
     return None
@@ -299,18 +299,18 @@ def _reduce_check(rank: int, ranks: int, call: Call) -> str | None:
 
 async def _allreduce(fn: ReduceFn, ctx: Ctx, call: Call) -> bytearray:
     vec = bytearray(call.data or b"")
-    await fn(ctx, vec, ReduceOp.named(call.op))
+    await fn(ctx, vec, op_named(call.op))
     return vec
 
 
 async def _reduce(fn: RootedReduceFn, ctx: Ctx, call: Call) -> bytearray | None:
     vec = bytearray(call.data or b"")
-    await fn(ctx, vec, call.root, ReduceOp.named(call.op))
+    await fn(ctx, vec, call.root, op_named(call.op))
     return vec if ctx.rank == call.root else None
 
 
 def _reduced(c: Case) -> bytes:
-    return reduce_all([c.owned(r, c.size) for r in range(c.ranks)], ReduceOp.named(c.op))
+    return reduce_all([c.owned(r, c.size) for r in range(c.ranks)], op_named(c.op))
 
 
 # MPICH's cut-over (bytes) between latency- and bandwidth-bound allreduce algorithms
@@ -325,11 +325,20 @@ ALLREDUCE: Collective[ReduceFn] = Collective(
         Algorithm("ring", reduce.ring, tuning="long vectors: 2(P-1)/P of the vector per rank"),
         Algorithm("rabenseifner", reduce.rabenseifner, tuning="long vectors, log2 P steps"),
         Algorithm("binomial", reduce.binomial, tuning="reduce then broadcast"),
+        Algorithm(
+            "innet",
+            reduce.innet,
+            needs_switch_state=True,
+            barrier_epochs=True,  # numbered like barriers: the switches keep the count
+            tuning="any size: each link carries the vector once each way",
+        ),
     ),
     execute=_allreduce,
     check=_reduce_check,
     auto=lambda nbytes, ranks, innet: (
-        ("recursive_doubling", f"short (< {ALLREDUCE_SHORT} B)")
+        ("innet", "the switches add the lanes up the barrier tree")
+        if innet
+        else ("recursive_doubling", f"short (< {ALLREDUCE_SHORT} B)")
         if nbytes < ALLREDUCE_SHORT
         else ("rabenseifner", f"long (>= {ALLREDUCE_SHORT} B): reduce-scatter + allgather")
     ),
@@ -343,10 +352,21 @@ REDUCE: Collective[RootedReduceFn] = Collective(
     has_root=True,
     algorithms=algorithms_of(
         Algorithm("binomial", reduce.binomial_reduce, tuning="MPICH's default, commutative ops"),
+        Algorithm(
+            "innet",
+            reduce.innet_reduce,
+            needs_switch_state=True,
+            barrier_epochs=True,
+            tuning="any size (every rank gets the result too)",
+        ),
     ),
     execute=_reduce,
     check=_reduce_check,
-    auto=lambda nbytes, ranks, innet: ("binomial", "binomial tree to the root"),
+    auto=lambda nbytes, ranks, innet: (
+        ("innet", "the switches add the lanes up the barrier tree")
+        if innet
+        else ("binomial", "binomial tree to the root")
+    ),
     contribution=lambda c: c.owned(c.rank, c.size),
     expected=lambda c: _reduced(c) if c.rank == c.root else None,
 )

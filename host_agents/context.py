@@ -116,6 +116,11 @@ class CollectiveContext(Protocol):
         """A switch barrier inside this collective (every rank calls it at the same point)."""
         ...
 
+    async def aggregate(self, data: bytes | bytearray, op: int) -> bytes:
+        """Every rank's int32 lanes combined by the switches along the barrier tree (``op``:
+        a host_agents.reduction.ReduceOp); every rank gets the result."""
+        ...
+
     # -- placement in the dragonfly -------------------------------------------------------------
 
     def group_of(self, rank: int) -> int: ...

@@ -52,6 +52,7 @@ from host_agents.transport.multicast_receiver import MulticastReceiver
 from host_agents.transport.multicast_root import MulticastRoots
 from host_agents.transport.probes import Probes
 from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests
+from host_agents.transport.switch_reduce import SwitchReduce
 from host_agents.transport.unicast import Unicast
 
 __all__ = [
@@ -110,6 +111,7 @@ class Engine:
             nack_self=self._route_nack,
         )
         self._barrier = Barrier(self)
+        self._switch_reduce = SwitchReduce(self)
         self._probes = Probes(self)
         port.start(self.loop, self._on_frame)
 
@@ -159,6 +161,7 @@ class Engine:
         self.directory.comms.pop(comm, None)
         self._newest_epoch.pop(comm, None)
         self._barrier.purge(comm)
+        self._switch_reduce.purge(comm)
         self._inbox.purge(comm)
         self._coroots.purge(comm)
         self._publisher.purge(comm)
@@ -276,6 +279,12 @@ class Engine:
     def released_epoch(self, comm: int) -> int:
         return self._barrier.released_epoch(comm)
 
+    async def reduce_in_switches(
+        self, comm: int, epoch: int, data: bytes | bytearray, op: wire.AggOp, timeout: float
+    ) -> bytes:
+        """Every rank's ``data`` combined by the switches (instance ``epoch``, a barrier epoch)."""
+        return await self._switch_reduce.reduce(comm, epoch, data, op, timeout)
+
     # -- frames -----------------------------------------------------------------------------
 
     def send_frame(
@@ -315,8 +324,14 @@ class Engine:
         elif op == Op.NACK:
             if hdr.dst_node == self.node:
                 self._on_nack(hdr, payload)
-        elif op == Op.RELEASE:
-            self._on_release(hdr)
+        elif op in (Op.RELEASE, Op.RESULT):
+            refusal = self.entitled.from_my_switch(hdr)
+            if refusal is not None:
+                self.drop(refusal, hdr)
+            elif op == Op.RELEASE:
+                self._barrier.on_release(hdr)
+            else:
+                self._switch_reduce.on_result(hdr, payload)
         elif op == Op.PING:
             self._probes.on_ping(hdr, payload)
         elif op == Op.PONG:
@@ -362,13 +377,6 @@ class Engine:
             self._publisher.repair(key, hdr.src_node, ranges)
             return
         self._route_nack(key, ranges)
-
-    def _on_release(self, hdr: wire.Header) -> None:
-        refusal = self.entitled.release(hdr)
-        if refusal is not None:
-            self.drop(refusal, hdr)
-            return
-        self._barrier.on_release(hdr)
 
     # -- reachability probes ----------------------------------------------------------------
 

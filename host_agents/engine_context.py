@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from controller.wire import AggOp
 from host_agents.context import CollectiveContext, Data, RepairPacing
 from host_agents.engine import Engine, EngineError, Incoming, Source
 from host_agents.plans import ragasa_relays
@@ -201,6 +202,14 @@ class EngineContext:
         await self.wait(
             self.engine.barrier_arrive(self.comm_id, epoch, self.options.first_data_timeout),
             f"switch barrier epoch {epoch}",
+        )
+
+    async def aggregate(self, data: bytes | bytearray, op: int) -> bytes:
+        return await self.wait(
+            self.engine.reduce_in_switches(
+                self.comm_id, self.epoch, data, AggOp(op), self.options.first_data_timeout
+            ),
+            "waiting for the switches' RESULT",
         )
 
     # -- placement ------------------------------------------------------------------------------

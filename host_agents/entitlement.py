@@ -17,7 +17,7 @@ multicast ACK / NACK   a node whose plan reports to this node: a co-root or dire
                        a published (unacknowledged) multicast
 unicast ACK            the peer the message is being sent to (the sender's lookup by
                        (peer, comm, epoch, tag) in transport/unicast.py already enforces it)
-RELEASE                this host's own switch
+RELEASE, RESULT        this host's own switch
 =====================  ================================================================
 
 Everything else is dropped and counted under a :class:`Refusal` reason, on every path (fresh,
@@ -40,7 +40,7 @@ class Refusal(enum.StrEnum):
     NOT_ROOT = "multicast data not sent by its root"
     NOT_RECEIVER = "this node is not a receiver of that tree"
     NOT_REPORTER = "ACK or NACK from a node that does not report to this node"
-    NOT_MY_SWITCH = "RELEASE not sent by this host's switch"
+    NOT_MY_SWITCH = "RELEASE or RESULT not sent by this host's switch"
 
 
 class Entitlement:
@@ -103,7 +103,8 @@ class Entitlement:
         reporters = self.reporters(hdr.comm_id, hdr.root_node, hdr.tree, published=published)
         return None if hdr.src_node in reporters else Refusal.NOT_REPORTER
 
-    def release(self, hdr: wire.Header) -> Refusal | None:
+    def from_my_switch(self, hdr: wire.Header) -> Refusal | None:
+        """A frame only a switch makes (RELEASE, RESULT): from the host's own switch."""
         if self.node not in self.directory.places:
             return None  # no placement known (a bare test port): nothing to compare with
         switch = wire.switch_node_id(self.directory.switch_of(self.node))

@@ -9,45 +9,28 @@ the exact one, as long as the scaled sum stays within int32.
 
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 import numpy.typing as npt
+
+from controller import wire
 
 WIRE = np.dtype(">i4")  # big-endian int32 lanes
 LANE_BYTES = 4
 Vector = npt.NDArray[np.int32]
 
 
-class ReduceOp(enum.IntEnum):
-    """Operation codes: the values the switches read from the header's ``tree`` field."""
-
-    SUM = 1
-    MIN = 2
-    MAX = 3
-    AND = 4
-    OR = 5
-    XOR = 6
-
-    @classmethod
-    def named(cls, name: str | int | ReduceOp) -> ReduceOp:
-        if isinstance(name, int):
-            return cls(name)
-        try:
-            return cls[name.upper()]
-        except KeyError:
-            known = ", ".join(op.name.lower() for op in cls)
-            raise ValueError(f"unknown reduction {name!r}; known: {known}") from None
+# Operation codes, as the switches read them from a REDUCE's ``tree`` field.
+ReduceOp = wire.AggOp
+IDENTITY = {op: wire.agg_identity(op) for op in ReduceOp}
 
 
-IDENTITY = {
-    ReduceOp.SUM: 0,
-    ReduceOp.MIN: np.iinfo(np.int32).max,
-    ReduceOp.MAX: np.iinfo(np.int32).min,
-    ReduceOp.AND: -1,
-    ReduceOp.OR: 0,
-    ReduceOp.XOR: 0,
-}
+def op_named(name: str | int) -> ReduceOp:
+    """``sum``, ``min``, ``max``, ``and``, ``or``, ``xor`` (or an operation code)."""
+    try:
+        return wire.AggOp(name) if isinstance(name, int) else wire.AggOp[name.upper()]
+    except (KeyError, ValueError):
+        known = ", ".join(op.name.lower() for op in ReduceOp)
+        raise ValueError(f"unknown reduction {name!r}; known: {known}") from None
 
 
 def vector(data: bytes | bytearray | memoryview) -> Vector:

@@ -5,7 +5,9 @@ exchanges of the whole vector), ``ring`` (reduce-scatter then allgather around a
 rank sends 2 (P-1)/P of the vector, bandwidth-optimal), ``rabenseifner`` (recursive-halving
 reduce-scatter then recursive-doubling allgather) and ``binomial`` (a binomial reduce to one
 rank, then a binomial broadcast). Ranks beyond the largest power of two first fold their
-vector into a partner and get the result from it last.
+vector into a partner and get the result from it last. In-network: ``innet`` (every rank hands
+its lanes to its switch; the switches add them up the communicator's barrier tree and
+multicast the result down it: each link carries the vector once each way).
 
 Every operation is commutative and associative and exact on int32 (sum wraps), so the order
 in which partial results meet does not change the result.
@@ -158,3 +160,13 @@ async def binomial(ctx: Ctx, vec: bytearray, op: ReduceOp) -> None:
         vec[:] = await ctx.recv(up, 1, len(vec))
     ctx.step = "send the result down"
     await ctx.wait_all([ctx.isend(c, 1, vec) for c in children(v, ctx.size)], "broadcasting")
+
+
+async def innet(ctx: Ctx, vec: bytearray, op: ReduceOp) -> None:
+    ctx.step = "aggregate in the switches"
+    vec[:] = await ctx.aggregate(vec, op)
+
+
+async def innet_reduce(ctx: Ctx, vec: bytearray, root: int, op: ReduceOp) -> None:
+    """The switches' aggregation; every rank gets the result, the root keeps it."""
+    await innet(ctx, vec, op)

@@ -63,6 +63,10 @@ class EngineConfig:
     # a freed communicator keeps re-acknowledging what it completed this long (a peer whose
     # last ACK from us was lost is still retransmitting), then everything kept for it goes
     comm_linger: float = 15.0
+    # in-network reduction: 32-bit lanes per REDUCE and slots per communicator of the compiled
+    # program (NETCOLL_AGG_LANES, NETCOLL_AGG_WINDOW; the launcher passes P4Info's)
+    agg_lanes: int = wire.AGG_LANES
+    agg_window: int = wire.AGG_WINDOW
     completed_memory: int = 8192  # completed messages remembered to re-ACK their duplicates
 
 
@@ -80,6 +84,8 @@ class EngineStats:
     duplicates: int = 0
     arrives_sent: int = 0
     arrive_retransmissions: int = 0
+    reduce_sent: int = 0
+    reduce_retransmissions: int = 0
     dropped: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def as_dict(self) -> dict[str, Any]:

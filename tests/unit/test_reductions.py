@@ -19,6 +19,7 @@ from host_agents.reduction import (
     ReduceOp,
     fixed_point_error_bound,
     from_fixed,
+    op_named,
     reduce_all,
     to_fixed,
     vector,
@@ -95,7 +96,7 @@ def test_allreduce_every_size_and_operation(algorithm: str, test_rng: random.Ran
                         for c in cluster.comms
                     )
                 )
-                expected = reduce_all(parts, ReduceOp.named(op))
+                expected = reduce_all(parts, op_named(op))
                 for comm, got in zip(cluster.comms, results, strict=True):
                     assert got == expected, f"rank {comm.rank} of {n}: wrong {op} of {nbytes} B"
 
@@ -114,7 +115,7 @@ def test_reduce_every_root_and_operation(test_rng: random.Random) -> None:
             results = await asyncio.gather(
                 *(c.run("reduce", Call(parts[c.rank], root, 1024, op)) for c in cluster.comms)
             )
-            assert results[root] == reduce_all(parts, ReduceOp.named(op))
+            assert results[root] == reduce_all(parts, op_named(op))
             assert all(r is None for i, r in enumerate(results) if i != root)
 
     run(body)
@@ -152,5 +153,28 @@ def test_bad_reduction_calls_fail_at_once_naming_the_problem() -> None:
             comm.start("allreduce", Call(b"abc", 0, 3))
         with pytest.raises(CollectiveError, match="unknown reduction 'avg'"):
             comm.start("allreduce", Call(b"abcd", 0, 4, "avg"))
+
+    run(body)
+
+
+def test_innet_reductions_and_barriers_interleave_past_the_barrier_window() -> None:
+    """In-network reductions are numbered by the communicator's barrier epochs, so ten of them
+    in a row must leave the next barriers inside the switches' window."""
+    options = CommOptions(progress_timeout=10, first_data_timeout=10, op_timeout=60)
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(TOPO, tuple(HOSTS[:9]), loop=loop, config=CONFIG, options=options)
+        for round_ in range(3):
+            for i in range(10):
+                parts = contributions(9, 64, round_ * 100 + i)
+                results = await asyncio.gather(
+                    *(
+                        c.run("allreduce", Call(parts[c.rank], 0, 64), algorithm="innet")
+                        for c in cluster.comms
+                    )
+                )
+                assert all(r == reduce_all(parts, ReduceOp.SUM) for r in results)
+            for _ in range(2):
+                await asyncio.gather(*(c.barrier(algorithm="innet") for c in cluster.comms))
 
     run(body)

@@ -420,7 +420,15 @@ class NetcollNetwork:
             service=self.service_path,
             run_dir=workloads,
             interfaces={h.node_id: f"{h.name}-eth0" for h in self.topo.hosts},
+            engine_defaults=self._engine_defaults(),
         )
+
+    def _engine_defaults(self) -> dict[str, Any]:
+        """What agents must agree on with the compiled program (sizes read from P4Info)."""
+        if self.control is None:
+            return {}
+        sizes = self.control.sizes
+        return {"agg_lanes": sizes.agg_lanes, "agg_window": sizes.agg_window}
 
     def create_comm(self, members: tuple[int, ...], **kwargs: Any) -> tuple[int, float]:
         """A communicator over ``members``; (comm id, install seconds)."""

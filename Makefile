@@ -26,6 +26,11 @@ TNA_INCLUDE_DIR ?=
 TNA_P4C ?=
 TNA_PROGRAM ?= p4src/tna/netcoll.p4
 export NETCOLL_STATE_DIR ?= /tmp/netcoll-state
+# The simple_switch_grpc to run (a path, or a name on PATH): e.g. a BMv2 built for timing
+BMV2 ?=
+ifneq ($(BMV2),)
+export NETCOLL_BMV2 := $(BMV2)
+endif
 export VENV SYSTEM_PYTHON TNA_INCLUDE_DIR
 
 P4_COMMON := $(wildcard p4src/common/*.p4)

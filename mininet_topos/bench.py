@@ -27,6 +27,7 @@ from controller.topology import Topology
 from host_agents.collectives import COLLECTIVES
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
+from mininet_topos.bmv2 import describe, timing_warning
 from mininet_topos.network import NetcollNetwork, NetworkOptions
 
 DATA_COLUMNS = (wire.Op.MCAST, wire.Op.UNICAST, wire.Op.ACK, wire.Op.NACK, wire.Op.CTRL)
@@ -336,6 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     options = NetworkOptions(spec=args.topo, build_dir=args.build_dir, log_dir=Path("logs/bench"))
+    switches = describe(options.bmv2)
+    print(f"*** BMv2: {switches['binary']} ({switches['flavour']} build)")
+    if (warning := timing_warning(options.bmv2)) is not None:
+        print(f"*** {warning}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     net = NetcollNetwork(options)
     with net:
@@ -349,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(rows))
     meta = {
         "topology": args.topo,
+        "bmv2": switches,
         "iterations": args.iterations,
         "seed": args.seed,
         "persistent": persistent,

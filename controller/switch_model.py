@@ -545,8 +545,8 @@ class SwitchModel:
         return DropReason.NONE
 
     def _reduce(self, parsed: Parsed, in_port: int, d: Decision) -> None:
-        """v1model/state.p4 BarrierState (read_config) and AggState, common/reduce.p4
-        agg_classify and ReduceDecide."""
+        """v1model/state.p4 BarrierState (read_config, AggState, advance_released) and
+        common/reduce.p4 agg_classify, agg_releases_epoch and ReduceDecide."""
         coll, lanes = parsed.coll, parsed.agg
         assert coll is not None and lanes is not None
         comm = coll.comm_id
@@ -577,6 +577,12 @@ class SwitchModel:
             is_result, fresh, previous, in_bit, child_mask, parent
         )
         self._agg_lanes(slot, lane_mode, wire.AggOp(coll.tree), lanes)
+        # agg_releases_epoch: instances are barrier epochs, so the last chunk's RESULT moves
+        # released on like a barrier (later barriers stay in their window)
+        last_chunk = coll.seg_idx + 1 == coll.seg_count
+        released = self.barrier_released[comm]
+        if verdict == AggVerdict.DISTRIBUTE and last_chunk and epoch_after(coll.epoch, released):
+            self.barrier_released[comm] = coll.epoch
         if reason != DropReason.NONE:
             d.drop_reason = reason
             return

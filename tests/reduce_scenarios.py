@@ -13,18 +13,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from controller import wire
-from controller.wire import AggOp, DropReason, Op
+from controller.wire import AggOp, DropReason, MpKind, Op
 from tests.dataplane_scenarios import (
     CHILD_NODE,
     CHILD_PORT,
     COMM,
     HOST_PORTS,
+    MGMT_PORT,
     PARENT_NODE,
     PARENT_PORT,
     SWITCH_NODE,
     Checker,
     SwitchUnderTest,
+    arrive,
     base_state,
+    mp_frame,
     parsed,
     ports_of,
     write_barrier,
@@ -48,13 +51,23 @@ def agg_frame(
     *,
     epoch: int = 1,
     chunk: int = 0,
+    count: int | None = None,
     op: int = AggOp.SUM,
     kind: Op = Op.REDUCE,
     comm: int = COMM,
     payload: bytes | None = None,
 ) -> bytes:
+    """A REDUCE (or RESULT) of ``chunk`` of instance ``epoch``; ``count`` chunks in the
+    instance (default: more than ``chunk``, so it is not the last one)."""
+    seg_count = (chunk + 2) % (1 << 32) if count is None else count
     hdr = wire.Header(
-        op=kind, src_node=node_of(port), comm_id=comm, epoch=epoch, seg_idx=chunk, tree=op
+        op=kind,
+        src_node=node_of(port),
+        comm_id=comm,
+        epoch=epoch,
+        seg_idx=chunk,
+        seg_count=seg_count,
+        tree=op,
     )
     if payload is None:
         known = 1 <= op <= wire.AGG_OP_MAX
@@ -301,6 +314,43 @@ def scenario_reduce_malformed_lane_counts(sut: SwitchUnderTest) -> None:
     assert lanes_out(send_agg(sut, 2, [2] * LANES), 2) == [3] * LANES
 
 
+def released_epoch(sut: SwitchUnderTest) -> int:
+    reply = parsed(sut.send(MGMT_PORT, mp_frame(MpKind.READ_BARRIER, COMM, 0)))[MGMT_PORT][0]
+    assert reply.mp is not None
+    return reply.mp.epoch
+
+
+def scenario_reduce_last_chunk_releases_its_epoch(sut: SwitchUnderTest) -> None:
+    """Instances are barrier epochs: sending the last chunk's RESULT down moves the barrier
+    slot's released epoch on (if newer), so later barriers stay inside their window."""
+    sut.configure(base_state(sut))
+    write_barrier(sut, COMM, 1, parent=0, children=(1, 2), epoch=0)
+    for chunk in (0, 1):
+        send_agg(sut, 1, [1] * LANES, chunk=chunk, count=2)
+        assert released_epoch(sut) == 0, "released moved before the last chunk completed"
+        send_agg(sut, 2, [1] * LANES, chunk=chunk, count=2)
+    assert released_epoch(sut) == 1
+    # the barrier after it: epoch 5 = released + window is counted, not out of window
+    check = Checker(sut)
+    check.mark()
+    assert ports_of(arrive(sut, 1, 5)) == {}
+    assert check.new_drops() == {DropReason.ABSORBED: 1}
+    # an older instance completing late does not move released back
+    send_agg(sut, 1, [1] * LANES, epoch=0, chunk=2, count=3)
+    send_agg(sut, 2, [1] * LANES, epoch=0, chunk=2, count=3)
+    assert released_epoch(sut) == 1
+    # below the root: the RESULT of the last chunk from the parent, and only that one
+    write_barrier(sut, COMM, 2, parent=PARENT_PORT, children=(1, 2), epoch=10)
+    send_agg(sut, PARENT_PORT, [3] * LANES, epoch=11, chunk=0, count=2, kind=Op.RESULT)
+    assert released_epoch(sut) == 10
+    down = send_agg(sut, PARENT_PORT, [3] * LANES, epoch=11, chunk=1, count=2, kind=Op.RESULT)
+    assert ports_of(down) == {1: 1, 2: 1} and released_epoch(sut) == 11
+    # a REDUCE completing the last chunk here goes up: the parent's RESULT will release it
+    send_agg(sut, 1, [1] * LANES, epoch=12, chunk=0, count=1)
+    assert ports_of(send_agg(sut, 2, [1] * LANES, epoch=12, chunk=0, count=1)) == {PARENT_PORT: 1}
+    assert released_epoch(sut) == 11
+
+
 REDUCE_SCENARIOS = [
     scenario_reduce_every_op_on_a_root,
     scenario_reduce_duplicates_never_add_twice,
@@ -309,4 +359,5 @@ REDUCE_SCENARIOS = [
     scenario_reduce_slot_reuse_across_chunks_and_epochs,
     scenario_reduce_admission_and_ranges,
     scenario_reduce_malformed_lane_counts,
+    scenario_reduce_last_chunk_releases_its_epoch,
 ]

@@ -1,8 +1,8 @@
 /* netcoll: the ingress logic every architecture runs, in order.
  *
  * The architecture shim fills the first fields of coll_meta_t, defines the state controls
- * TreeState, BarrierState and AggState (the only code that touches registers) before including
- * this file, applies NetcollIngress, and then carries out meta.out_kind and counts. A state control
+ * TreeState and BarrierState (which applies AggState for a reduction; the only code that
+ * touches registers) before including this file, applies NetcollIngress, and then carries out meta.out_kind and counts. A state control
  * that cannot finish the packet in this pass sets meta.state_op = STATE_NEXT_PASS: no decision
  * is taken (headers stay as parsed) and the shim carries the packet to the pass that can.
  */
@@ -29,7 +29,6 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
     ReduceDecide() reduce_decide;
     TreeState() tree_state;
     BarrierState() barrier_state;
-    AggState() agg_state;
 
     apply {
         classify.apply(hdr, meta);
@@ -54,16 +53,13 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
             membership_check.apply(hdr, meta);
         }
 
-        /* One state control per pass; a reduction first reads its tree from BarrierState
-         * (disjoint registers, so still one access per register). */
+        /* one state control per pass (a reduction's BarrierState reads the tree, applies
+         * AggState, then may advance the released epoch: agg_releases_epoch) */
         if (meta.state_op == STATE_TREE_READ || meta.state_op == STATE_TREE_MP_WRITE
                 || meta.state_op == STATE_TREE_MP_READ) {
             tree_state.apply(hdr, meta);
         } else if (meta.state_op != STATE_NONE) {
             barrier_state.apply(hdr, meta);
-            if (meta.state_op == STATE_AGG_EVENT) {
-                agg_state.apply(hdr, meta);
-            }
         }
         if (meta.state_op == STATE_NEXT_PASS) {
             return;

@@ -8,7 +8,8 @@
  *            never used (so a first packet always starts the slot);
  *   arrived  the children that contributed, bit 31 = AGG_RESULT_KNOWN (the final result is here);
  *   lanes    the partial aggregate, or the result.
- * The architecture shim owns the registers (AggState) and calls the functions below, in the
+ * The architecture shim owns the registers (AggState, applied by BarrierState between reading
+ * the tree and the released epoch, agg_releases_epoch) and calls the functions below, in the
  * order key, arrived, lanes, so every architecture takes the same decisions;
  * docs/protocol.md has the state machine.
  */
@@ -122,6 +123,14 @@ void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
             verdict = AGG_SEND_UP;
         }
     }
+}
+
+/* Instances are numbered by the communicator's barrier epochs, so a reduction moves the barrier
+ * slot's released epoch on like a barrier does (keeping later barriers inside their window):
+ * when this switch sends the RESULT of an instance's last chunk (seg_idx + 1 = seg_count) down
+ * the tree, released := epoch if epoch is newer (epoch_after, common/barrier.p4). */
+bool agg_releases_epoch(in bit<8> verdict, in bit<32> chunk, in bit<32> chunk_count) {
+    return verdict == AGG_DISTRIBUTE && chunk + 1 == chunk_count;
 }
 
 /* Signed 32-bit order as unsigned order: flip the sign bit. */

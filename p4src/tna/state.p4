@@ -111,184 +111,6 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
-control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
-    Register<bit<32>, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_generation;
-    Register<port_bitmap_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_child_mask;
-    Register<port_num_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_parent;
-    Register<epoch_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_released;
-    Register<barrier_cell_halves_t, bit<32>>(NETCOLL_BARRIER_CELLS, {0, 0}) barrier_cells;
-
-    RegisterAction<bit<32>, bit<32>, bit<32>>(barrier_generation) barrier_generation_read = {
-        void apply(inout bit<32> stored, out bit<32> result) {
-            result = stored;
-        }
-    };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(barrier_generation) barrier_generation_offer = {
-        void apply(inout bit<32> stored, out bit<32> previous) {
-            previous = stored;
-            if (generation_is_newer(hdr.mp.generation, stored)) {
-                stored = hdr.mp.generation;
-            }
-        }
-    };
-    RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(barrier_child_mask)
-            barrier_child_mask_read = {
-        void apply(inout port_bitmap_t stored, out port_bitmap_t result) {
-            result = stored;
-        }
-    };
-    RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(barrier_child_mask)
-            barrier_child_mask_write = {
-        void apply(inout port_bitmap_t stored) {
-            stored = hdr.mp.children;
-        }
-    };
-    RegisterAction<port_num_t, bit<32>, port_num_t>(barrier_parent) barrier_parent_read = {
-        void apply(inout port_num_t stored, out port_num_t result) {
-            result = stored;
-        }
-    };
-    RegisterAction<port_num_t, bit<32>, port_num_t>(barrier_parent) barrier_parent_write = {
-        void apply(inout port_num_t stored) {
-            stored = hdr.mp.parent_port;
-        }
-    };
-    RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_read = {
-        void apply(inout epoch_t stored, out epoch_t result) {
-            result = stored;
-        }
-    };
-    /* A RELEASE from the parent, or the commit pass of a root's completion: move to the packet's
-     * epoch if it is newer; the returned old value lets barrier_classify (or the commit pass)
-     * see exactly what this condition saw. */
-    RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_advance = {
-        void apply(inout epoch_t stored, out epoch_t previous) {
-            previous = stored;
-            if (epoch_after(hdr.coll.epoch, stored)) {
-                stored = hdr.coll.epoch;
-            }
-        }
-    };
-    /* A new configuration starts from the MP's base epoch. */
-    RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_write = {
-        void apply(inout epoch_t stored) {
-            stored = hdr.mp.epoch;
-        }
-    };
-    /* Record the child's arrival under meta.arch_cell_tag; return the bitmap after it. */
-    RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(barrier_cells)
-            barrier_cell_merge_arrival = {
-        void apply(inout barrier_cell_halves_t cell, out port_bitmap_t arrived) {
-            cell.arrivals = barrier_arrivals_merge(cell.tag, cell.arrivals, meta.arch_cell_tag,
-                                                   meta.in_port_bit);
-            cell.tag = meta.arch_cell_tag;
-            arrived = cell.arrivals;
-        }
-    };
-    RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(barrier_cells)
-            barrier_cell_read_arrivals = {
-        void apply(inout barrier_cell_halves_t cell, out port_bitmap_t arrived) {
-            arrived = barrier_arrivals_for(cell.tag, cell.arrivals, meta.arch_cell_tag);
-        }
-    };
-
-    apply {
-        if (meta.arch_state_elsewhere == 1) {
-            meta.state_op = STATE_NEXT_PASS;
-            return;
-        }
-        bool event = meta.state_op == STATE_BARRIER_EVENT;
-        bool commit = event && meta.arch_commit_pass == 1;
-        bool count_pass = event && meta.arch_commit_pass == 0;
-        bool mp_write = meta.state_op == STATE_BARRIER_MP_WRITE;
-        bool mp_read = meta.state_op == STATE_BARRIER_MP_READ;
-        /* a reduction reads the tree (B1, B2) and nothing else; AggState runs next */
-        bool agg = meta.state_op == STATE_AGG_EVENT;
-        bit<32> slot = event || agg ? (bit<32>) hdr.coll.comm_id : (bit<32>) hdr.mp.slot;
-
-        /* access 1: barrier_generation */
-        bit<32> generation;
-        if (mp_write) {
-            generation = barrier_generation_offer.execute(slot);
-            meta.mp_status = mp_generation_status(hdr.mp.generation, generation);
-        } else {
-            generation = barrier_generation_read.execute(slot);
-        }
-        meta.bar_generation = generation[15:0];
-        bool write_config = mp_write && meta.mp_status == MP_STATUS_OK;
-
-        /* access 2: barrier_child_mask and barrier_parent */
-        if (write_config) {
-            barrier_child_mask_write.execute(slot);
-            barrier_parent_write.execute(slot);
-        } else if (!mp_write) {
-            meta.bar_child_mask = barrier_child_mask_read.execute(slot);
-            meta.bar_parent = barrier_parent_read.execute(slot);
-        }
-
-        /* access 3: barrier_released. The count pass advances it only for a RELEASE from the
-         * parent; the commit pass only if the slot is still this root's, under the
-         * configuration generation the completion was counted under (an MP write in between
-         * replaced it: the completion no longer stands and the packet is dropped). */
-        bool commit_stands = commit && meta.bar_child_mask != 0 && meta.bar_parent == 0
-            && meta.bar_generation == meta.arch_commit_generation;
-        if (write_config) {
-            barrier_released_write.execute(slot);
-        } else if (commit_stands || (count_pass && barrier_release_from_parent(
-                hdr.coll.op, meta.in_port, meta.bar_child_mask, meta.bar_parent))) {
-            meta.bar_released = barrier_released_advance.execute(slot);
-        } else if (count_pass || mp_read) {
-            meta.bar_released = barrier_released_read.execute(slot);
-        }
-
-        /* the verdict, from what the accesses returned */
-        if (count_pass) {
-            barrier_classify(hdr.coll.op, hdr.coll.epoch, meta.in_port, meta.in_port_bit,
-                             meta.bar_child_mask, meta.bar_parent, meta.bar_released,
-                             meta.bar_verdict, meta.drop_reason);
-        } else if (commit) {
-            if (!commit_stands) {
-                meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
-            } else if (epoch_after(hdr.coll.epoch, meta.bar_released)) {
-                /* this pass released the epoch: BarrierDecide sends RELEASE down the tree */
-                meta.bar_verdict = BARRIER_COUNT;
-                meta.bar_complete = 1;
-            } else {
-                /* a duplicate completion raced this one: answer it as a released epoch */
-                meta.bar_verdict = BARRIER_ANSWER_RELEASE;
-            }
-        }
-
-        /* access 4: barrier_cells */
-        if (count_pass && meta.bar_verdict == BARRIER_COUNT) {
-            meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
-            meta.bar_arrived = barrier_cell_merge_arrival.execute(
-                barrier_cell_index(hdr.coll.comm_id, hdr.coll.epoch));
-            meta.bar_complete = meta.bar_arrived == meta.bar_child_mask ? 1w1 : 1w0;
-        } else if (mp_read) {
-            epoch_t open_epoch = meta.bar_released + 1;
-            meta.arch_cell_tag = barrier_cell_tag(open_epoch, meta.bar_generation);
-            hdr.mp.aux = barrier_cell_read_arrivals.execute(
-                barrier_cell_index(hdr.mp.slot, open_epoch));
-        }
-
-        if (mp_read) {
-            hdr.mp.children = meta.bar_child_mask;
-            hdr.mp.parent_port = meta.bar_parent;
-            hdr.mp.generation = generation;
-            hdr.mp.epoch = meta.bar_released;
-            meta.mp_status = MP_STATUS_OK;
-        }
-
-        /* A root that just completed must also advance its released epoch: a second access to
-         * barrier_released, so the shim resubmits the packet and the commit pass does it. */
-        if (count_pass && meta.bar_complete == 1 && meta.bar_parent == 0) {
-            meta.arch_commit_generation = meta.bar_generation;
-            meta.state_op = STATE_NEXT_PASS;
-        }
-    }
-}
-
 /* The two 32-bit halves of an aggregation slot's key (v1model's agg_key [63:32] and [31:0]) */
 struct agg_key_halves_t {
     bit<32> tag;
@@ -380,8 +202,8 @@ bit<32> tna_agg_mask(in bit<8> op) {
     } \
     hdr.agg.l##i = hdr.agg.l##i ^ mask;
 
-/* Aggregation slots (common/reduce.p4), after BarrierState read the tree into meta.bar_*.
- * Outside the state pipe BarrierState already deferred the packet and this is not applied.
+/* Aggregation slots (common/reduce.p4), applied by BarrierState after B2 read the tree into
+ * meta.bar_* and before B3 (outside the state pipe BarrierState defers the packet first).
  * Access blocks in pipeline order: A1 agg_key, A2 agg_arrived, A3 every lane register. */
 control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     Register<agg_key_halves_t, bit<32>>(NETCOLL_AGG_SLOTS, {0, 0}) agg_key;
@@ -451,6 +273,193 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             bool lane_read = meta.agg_lane_mode == AGG_LANES_READ;
             NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_PREPARE)
             NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
+        }
+    }
+}
+
+control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
+    AggState() agg_state;
+    Register<bit<32>, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_generation;
+    Register<port_bitmap_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_child_mask;
+    Register<port_num_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_parent;
+    Register<epoch_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_released;
+    Register<barrier_cell_halves_t, bit<32>>(NETCOLL_BARRIER_CELLS, {0, 0}) barrier_cells;
+
+    RegisterAction<bit<32>, bit<32>, bit<32>>(barrier_generation) barrier_generation_read = {
+        void apply(inout bit<32> stored, out bit<32> result) {
+            result = stored;
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(barrier_generation) barrier_generation_offer = {
+        void apply(inout bit<32> stored, out bit<32> previous) {
+            previous = stored;
+            if (generation_is_newer(hdr.mp.generation, stored)) {
+                stored = hdr.mp.generation;
+            }
+        }
+    };
+    RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(barrier_child_mask)
+            barrier_child_mask_read = {
+        void apply(inout port_bitmap_t stored, out port_bitmap_t result) {
+            result = stored;
+        }
+    };
+    RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(barrier_child_mask)
+            barrier_child_mask_write = {
+        void apply(inout port_bitmap_t stored) {
+            stored = hdr.mp.children;
+        }
+    };
+    RegisterAction<port_num_t, bit<32>, port_num_t>(barrier_parent) barrier_parent_read = {
+        void apply(inout port_num_t stored, out port_num_t result) {
+            result = stored;
+        }
+    };
+    RegisterAction<port_num_t, bit<32>, port_num_t>(barrier_parent) barrier_parent_write = {
+        void apply(inout port_num_t stored) {
+            stored = hdr.mp.parent_port;
+        }
+    };
+    RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_read = {
+        void apply(inout epoch_t stored, out epoch_t result) {
+            result = stored;
+        }
+    };
+    /* A RELEASE from the parent, or the commit pass of a root's completion: move to the packet's
+     * epoch if it is newer; the returned old value lets barrier_classify (or the commit pass)
+     * see exactly what this condition saw. */
+    RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_advance = {
+        void apply(inout epoch_t stored, out epoch_t previous) {
+            previous = stored;
+            if (epoch_after(hdr.coll.epoch, stored)) {
+                stored = hdr.coll.epoch;
+            }
+        }
+    };
+    /* A new configuration starts from the MP's base epoch. */
+    RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_write = {
+        void apply(inout epoch_t stored) {
+            stored = hdr.mp.epoch;
+        }
+    };
+    /* Record the child's arrival under meta.arch_cell_tag; return the bitmap after it. */
+    RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(barrier_cells)
+            barrier_cell_merge_arrival = {
+        void apply(inout barrier_cell_halves_t cell, out port_bitmap_t arrived) {
+            cell.arrivals = barrier_arrivals_merge(cell.tag, cell.arrivals, meta.arch_cell_tag,
+                                                   meta.in_port_bit);
+            cell.tag = meta.arch_cell_tag;
+            arrived = cell.arrivals;
+        }
+    };
+    RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(barrier_cells)
+            barrier_cell_read_arrivals = {
+        void apply(inout barrier_cell_halves_t cell, out port_bitmap_t arrived) {
+            arrived = barrier_arrivals_for(cell.tag, cell.arrivals, meta.arch_cell_tag);
+        }
+    };
+
+    apply {
+        if (meta.arch_state_elsewhere == 1) {
+            meta.state_op = STATE_NEXT_PASS;
+            return;
+        }
+        bool event = meta.state_op == STATE_BARRIER_EVENT;
+        bool commit = event && meta.arch_commit_pass == 1;
+        bool count_pass = event && meta.arch_commit_pass == 0;
+        bool mp_write = meta.state_op == STATE_BARRIER_MP_WRITE;
+        bool mp_read = meta.state_op == STATE_BARRIER_MP_READ;
+        /* a reduction: the tree (B1, B2), its slot (AggState), maybe the released epoch (B3) */
+        bool agg = meta.state_op == STATE_AGG_EVENT;
+        bit<32> slot = event || agg ? (bit<32>) hdr.coll.comm_id : (bit<32>) hdr.mp.slot;
+
+        /* access 1: barrier_generation */
+        bit<32> generation;
+        if (mp_write) {
+            generation = barrier_generation_offer.execute(slot);
+            meta.mp_status = mp_generation_status(hdr.mp.generation, generation);
+        } else {
+            generation = barrier_generation_read.execute(slot);
+        }
+        meta.bar_generation = generation[15:0];
+        bool write_config = mp_write && meta.mp_status == MP_STATUS_OK;
+
+        /* access 2: barrier_child_mask and barrier_parent */
+        if (write_config) {
+            barrier_child_mask_write.execute(slot);
+            barrier_parent_write.execute(slot);
+        } else if (!mp_write) {
+            meta.bar_child_mask = barrier_child_mask_read.execute(slot);
+            meta.bar_parent = barrier_parent_read.execute(slot);
+        }
+
+        /* the reduction's slot: AggState's access blocks A1-A3 */
+        if (agg) {
+            agg_state.apply(hdr, meta);
+        }
+
+        /* access 3: barrier_released. The count pass advances it only for a RELEASE from the
+         * parent; the commit pass only if the slot is still this root's, under the
+         * configuration generation the completion was counted under (an MP write in between
+         * replaced it: the completion no longer stands and the packet is dropped); a reduction
+         * when it sends its instance's last RESULT down (agg_releases_epoch). */
+        bool commit_stands = commit && meta.bar_child_mask != 0 && meta.bar_parent == 0
+            && meta.bar_generation == meta.arch_commit_generation;
+        bool agg_release = agg
+            && agg_releases_epoch(meta.agg_verdict, hdr.coll.seg_idx, hdr.coll.seg_count);
+        if (write_config) {
+            barrier_released_write.execute(slot);
+        } else if (commit_stands || agg_release || (count_pass && barrier_release_from_parent(
+                hdr.coll.op, meta.in_port, meta.bar_child_mask, meta.bar_parent))) {
+            meta.bar_released = barrier_released_advance.execute(slot);
+        } else if (count_pass || mp_read) {
+            meta.bar_released = barrier_released_read.execute(slot);
+        }
+
+        /* the verdict, from what the accesses returned */
+        if (count_pass) {
+            barrier_classify(hdr.coll.op, hdr.coll.epoch, meta.in_port, meta.in_port_bit,
+                             meta.bar_child_mask, meta.bar_parent, meta.bar_released,
+                             meta.bar_verdict, meta.drop_reason);
+        } else if (commit) {
+            if (!commit_stands) {
+                meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+            } else if (epoch_after(hdr.coll.epoch, meta.bar_released)) {
+                /* this pass released the epoch: BarrierDecide sends RELEASE down the tree */
+                meta.bar_verdict = BARRIER_COUNT;
+                meta.bar_complete = 1;
+            } else {
+                /* a duplicate completion raced this one: answer it as a released epoch */
+                meta.bar_verdict = BARRIER_ANSWER_RELEASE;
+            }
+        }
+
+        /* access 4: barrier_cells */
+        if (count_pass && meta.bar_verdict == BARRIER_COUNT) {
+            meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
+            meta.bar_arrived = barrier_cell_merge_arrival.execute(
+                barrier_cell_index(hdr.coll.comm_id, hdr.coll.epoch));
+            meta.bar_complete = meta.bar_arrived == meta.bar_child_mask ? 1w1 : 1w0;
+        } else if (mp_read) {
+            epoch_t open_epoch = meta.bar_released + 1;
+            meta.arch_cell_tag = barrier_cell_tag(open_epoch, meta.bar_generation);
+            hdr.mp.aux = barrier_cell_read_arrivals.execute(
+                barrier_cell_index(hdr.mp.slot, open_epoch));
+        }
+
+        if (mp_read) {
+            hdr.mp.children = meta.bar_child_mask;
+            hdr.mp.parent_port = meta.bar_parent;
+            hdr.mp.generation = generation;
+            hdr.mp.epoch = meta.bar_released;
+            meta.mp_status = MP_STATUS_OK;
+        }
+
+        /* A root that just completed must also advance its released epoch: a second access to
+         * barrier_released, so the shim resubmits the packet and the commit pass does it. */
+        if (count_pass && meta.bar_complete == 1 && meta.bar_parent == 0) {
+            meta.arch_commit_generation = meta.bar_generation;
+            meta.state_op = STATE_NEXT_PASS;
         }
     }
 }

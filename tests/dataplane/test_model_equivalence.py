@@ -127,7 +127,17 @@ class Sequencer:
         payload = wire.pack_lanes(values, wire.AGG_LANES, pad)
         if rng.random() < 0.05:
             payload = payload[: rng.choice((0, 4, len(payload) - 4))] or payload + b"\0" * 4
-        hdr = wire.Header(op=kind, src_node=src, comm_id=comm, epoch=epoch, seg_idx=chunk, tree=op)
+        # the last chunk (seg_idx + 1 = seg_count) moves the barrier's released epoch
+        count = rng.choice((chunk + 1, chunk + 1, chunk + 2, 1, 0)) % (1 << 32)
+        hdr = wire.Header(
+            op=kind,
+            src_node=src,
+            comm_id=comm,
+            epoch=epoch,
+            seg_idx=chunk,
+            seg_count=count,
+            tree=op,
+        )
         frame = wire.build_frame(hdr, payload, src_mac=wire.mac_bytes(wire.host_mac(src & 0x3FFF)))
         if rng.random() < 0.03:
             frame = frame[: rng.randrange(14, len(frame))]

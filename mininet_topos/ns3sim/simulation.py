@@ -1,0 +1,375 @@
+"""Run the host agents' collectives on a simulated network and measure them.
+
+A :class:`Simulation` holds one ns-3 network, one engine-shaped object and one
+:class:`host_agents.comm.Comm` per member host, and the communicator's barrier tree in the
+routers. :meth:`Simulation.run` starts one collective on every rank at the same simulated
+instant (as if released by a barrier), runs until all have finished, checks every rank's
+result byte for byte and reports per-rank times and the bytes every link carried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from controller import routing, trees, wire
+from controller.topology import Topology
+from host_agents import algorithms
+from host_agents.algorithms import allgather as allgather_module
+from host_agents.comm import Comm, CommOptions
+from host_agents.engine import Engine
+from mininet_topos.ns3sim.context import SimCtx
+from mininet_topos.ns3sim.loop import SimLoop
+from mininet_topos.ns3sim.network import LinkParams, SimNetwork
+from mininet_topos.ns3sim.transport import Transport
+
+COMM_ID = 1
+FRAME_OVERHEAD = wire.ETH_HEADER_LEN + wire.HEADER_LEN  # what one netcoll frame adds to data
+# Above this many bytes of algorithm buffers the run is hollow (see Simulation.hollow).
+EXACT_LIMIT = 2 << 30
+# Simulated seconds no single collective may exceed (CollCtx's op_timeout, in simulated time).
+SIM_TIMEOUT = 600.0
+
+
+def frame_bytes(nbytes: int) -> int:
+    """Bytes of a message's netcoll frames (as BMv2 counts them), all segments."""
+    full, rest = divmod(nbytes, wire.MAX_PAYLOAD)
+    segments = full + (1 if rest or not nbytes else 0)
+    return nbytes + segments * FRAME_OVERHEAD
+
+
+def buffer_bytes(collective: str, size: int, ranks: int) -> int:
+    """Bytes the algorithms' buffers take on all ranks together, roughly."""
+    if collective == "allgather":
+        return 2 * size * ranks * ranks
+    if collective == "scatter":
+        return 2 * size * ranks
+    return size * ranks
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One collective on every rank."""
+
+    collective: str
+    algorithm: str
+    size: int
+    ranks: int
+    times_us: list[float]  # per rank, simulated
+    wrong: int
+    checked: str  # "bytes" (every byte compared) or "sizes" (a hollow run)
+    link_bytes: int  # netcoll frame bytes over every link direction
+    global_link_bytes: int
+    wire_bytes: int  # what ns-3's devices sent (PPP, IPv4, UDP and our header included)
+    packets: int
+    drops: int
+    messages: int
+    wall_s: float
+    per_link: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
+
+    @property
+    def avg_us(self) -> float:
+        return statistics.fmean(self.times_us)
+
+    @property
+    def max_us(self) -> float:
+        return max(self.times_us)
+
+
+class Progress:
+    """A line on stderr every ``every`` wall seconds while a long collective runs."""
+
+    def __init__(self, label: str, every: float, done: Callable[[], int], total: int) -> None:
+        self.label, self.every, self.done, self.total = label, every, done, total
+        self.started = self.last = time.monotonic()
+
+    def tick(self, sim_now: float, delivered: int) -> None:
+        now = time.monotonic()
+        if self.every <= 0 or now - self.last < self.every:
+            return
+        self.last = now
+        print(
+            f"    .. {self.label}: {now - self.started:5.0f} s wall, simulated "
+            f"{sim_now * 1e6:10.1f} us, {delivered} messages delivered, "
+            f"{self.done()}/{self.total} ranks done",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+class Simulation:
+    def __init__(
+        self,
+        topo: Topology,
+        params: LinkParams | None = None,
+        *,
+        members: tuple[int, ...] | None = None,
+        seed: int = 1,
+        progress_every: float = 30.0,
+    ) -> None:
+        self.topo = topo
+        self.params = params or LinkParams()
+        started = time.monotonic()
+        self.net = SimNetwork.build(topo, self.params)
+        sim = self.net.sim
+        self.members = members or tuple(h.node_id for h in topo.hosts)
+        self.loop = SimLoop(sim.Advance, sim.Now, sim.Finished, self._deliver)
+        self.transport = Transport(self.net, self.loop)
+        self.transport.members = self.members
+        self.loop.describe_waiters = self.transport.waiting
+        options = CommOptions(op_timeout=SIM_TIMEOUT)
+        self.comms = [
+            Comm(
+                cast(Engine, self.transport.engine(node)),
+                COMM_ID,
+                self.members,
+                innet=True,
+                options=options,
+            )
+            for node in self.members
+        ]
+        self.net.install_barrier(trees.barrier_tree(topo, self.members))
+        self.rng = random.Random(seed)
+        self.progress_every = progress_every
+        self._progress: Progress | None = None
+        self.build_s = time.monotonic() - started
+
+    def _deliver(self) -> None:
+        self.transport.deliver()
+        if self._progress is not None:
+            self._progress.tick(self.loop.now, int(self.net.sim.delivered))
+
+    def close(self) -> None:
+        self.loop.close()
+        self.net.sim.Destroy()
+
+    # -- one collective -----------------------------------------------------------------------
+
+    def hollow(self, collective: str, size: int) -> bool:
+        """Whether buffers are too big to hold for real: then payloads are not carried (ns-3
+        still moves every byte's worth of packets) and results are checked by size only."""
+        return buffer_bytes(collective, size, len(self.members)) > EXACT_LIMIT
+
+    def run(self, collective: str, algorithm: str, size: int, root: int = 0) -> Outcome:
+        name, _ = algorithms.choose(collective, algorithm, size, len(self.members), True)
+        hollow = self.hollow(collective, size)
+        self.transport.hollow = hollow
+        self.transport.traffic.clear()
+        sim = self.net.sim
+        sim.ResetCounters()
+        delivered_before = int(sim.delivered)
+        started_wall = time.monotonic()
+        data = self._inputs(collective, size, root, hollow)
+        outputs: list[Any] = [None] * len(self.comms)
+        finished: list[float] = [0.0] * len(self.comms)
+        start = self.loop.now
+        done_count = 0
+
+        async def one(rank: int, comm: Comm) -> None:
+            nonlocal done_count
+            outputs[rank] = await self._start(comm, collective, name, size, root, data, hollow)
+            finished[rank] = self.loop.now
+            done_count += 1
+
+        async def everyone() -> None:
+            tasks = [self.loop.create_task(one(r, c)) for r, c in enumerate(self.comms)]
+            await asyncio.wait_for(asyncio.gather(*tasks), SIM_TIMEOUT)
+
+        self._progress = Progress(
+            f"{collective} {name} {size} B",
+            self.progress_every,
+            lambda: done_count,
+            len(self.comms),
+        )
+        try:
+            with _hollow_buffers(hollow):
+                self.loop.run_until_complete(everyone())
+        finally:
+            self._progress = None
+        wall = time.monotonic() - started_wall
+        wrong = self._check(collective, size, root, data, outputs, hollow)
+        counters = self.net.link_counters()
+        kinds = self._port_kinds()
+        per_link = {
+            link: payload + packets * FRAME_OVERHEAD
+            for link, (packets, payload, _) in counters.items()
+            if packets
+        }
+        return Outcome(
+            collective=collective,
+            algorithm=name,
+            size=size,
+            ranks=len(self.members),
+            times_us=[(t - start) * 1e6 for t in finished],
+            wrong=wrong,
+            checked="sizes" if hollow else "bytes",
+            link_bytes=sum(per_link.values()),
+            global_link_bytes=sum(v for k, v in per_link.items() if kinds.get(k) == "global"),
+            wire_bytes=sum(w for _, _, w in counters.values()),
+            packets=sum(p for p, _, _ in counters.values()),
+            drops=self.net.drops(),
+            messages=int(sim.delivered) - delivered_before,
+            wall_s=wall,
+            per_link=per_link,
+        )
+
+    def _port_kinds(self) -> dict[tuple[int, int], str]:
+        return {
+            (s, p): info.kind
+            for s in range(self.topo.num_switches)
+            for p, info in self.topo.ports(s).items()
+        }
+
+    def _inputs(self, collective: str, size: int, root: int, hollow: bool) -> list[Any]:
+        """Per rank input: the root's buffer (bcast, scatter) or each rank's block."""
+        ranks = len(self.members)
+        if hollow:
+            return [None] * ranks
+        if collective == "bcast":
+            return [self.rng.randbytes(size) if r == root else None for r in range(ranks)]
+        if collective == "scatter":
+            return [self.rng.randbytes(size * ranks) if r == root else None for r in range(ranks)]
+        if collective == "allgather":
+            return [self.rng.randbytes(size) for _ in range(ranks)]
+        return [None] * ranks
+
+    def _start(
+        self,
+        comm: Comm,
+        collective: str,
+        name: str,
+        size: int,
+        root: int,
+        data: list[Any],
+        hollow: bool,
+    ) -> Coroutine[Any, Any, Any]:
+        """What Comm.ibcast/iscatter/... do, with SimCtx as the context."""
+
+        async def go() -> Any:
+            rank, ranks = comm.rank, comm.size
+            if collective == "barrier":
+                # Comm.ibarrier: the in-network barrier numbers its own epochs
+                epoch = comm._next_barrier_epoch() if name == "innet" else comm._next_epoch()
+                ctx = SimCtx(comm, epoch, f"barrier({name})")
+                await algorithms.BARRIER[name](ctx)
+                return None
+            ctx = SimCtx(comm, comm._next_epoch(), f"{collective}({name})")
+            if collective == "bcast":
+                buf = _buffer(size, hollow)
+                if rank == root and not hollow:
+                    buf[:] = data[root]
+                await algorithms.BCAST[name](ctx, buf, root)
+                return buf
+            if collective == "scatter":
+                out = _buffer(size, hollow)
+                source = None
+                if rank == root:
+                    source = memoryview(_buffer(size * ranks, hollow) if hollow else data[root])
+                await algorithms.SCATTER[name](ctx, source, out, root, size)
+                return out
+            out = _buffer(size * ranks, hollow)
+            if not hollow:
+                out[rank * size : (rank + 1) * size] = data[rank]
+            await algorithms.ALLGATHER[name](ctx, out, size)
+            return out
+
+        return go()
+
+    def _check(
+        self,
+        collective: str,
+        size: int,
+        root: int,
+        data: list[Any],
+        outputs: list[Any],
+        hollow: bool,
+    ) -> int:
+        """Ranks whose result is wrong (by size only in a hollow run)."""
+        if collective == "barrier":
+            return 0
+        ranks = len(self.members)
+        expected_len = size * ranks if collective == "allgather" else size
+        if hollow:
+            return sum(1 for out in outputs if len(out) != expected_len)
+        if collective == "bcast":
+            expected: Callable[[int], bytes] = lambda _r: data[root]
+        elif collective == "scatter":
+            expected = lambda r: data[root][r * size : (r + 1) * size]
+        else:
+            whole = b"".join(data)
+            expected = lambda _r: whole
+        return sum(1 for r, out in enumerate(outputs) if bytes(out) != expected(r))
+
+
+def _buffer(size: int, hollow: bool) -> Any:
+    return hollow_buffer(size) if hollow else bytearray(size)
+
+
+def hollow_buffer(size: int) -> Any:
+    """``size`` writable bytes that all alias one byte: the algorithms index and copy it as a
+    bytearray, and it costs nothing (5,256 ranks x 5 MiB of allgather buffers would be 28 GB)."""
+    import numpy as np
+
+    base = np.zeros(1, dtype=np.uint8)
+    return np.lib.stride_tricks.as_strided(base, shape=(size,), strides=(0,), writeable=True)
+
+
+def _hollow_bytearray(source: Any = 0, *args: Any) -> Any:
+    if isinstance(source, int) and source > 1 << 16:
+        return hollow_buffer(source)
+    return bytearray(source, *args)
+
+
+@contextlib.contextmanager
+def _hollow_buffers(hollow: bool) -> Iterator[None]:
+    """In a hollow run, the allgather module's own ``bytearray(size * block)`` (Bruck's work
+    buffer) is hollow too: the algorithm's code is unchanged, its module-level name
+    ``bytearray`` is shadowed while the run lasts. Issue 12 could let a context hand out
+    buffers instead."""
+    if not hollow:
+        yield
+        return
+    namespace = cast(dict[str, Any], vars(allgather_module))
+    namespace["bytearray"] = _hollow_bytearray
+    try:
+        yield
+    finally:
+        del namespace["bytearray"]
+
+
+def scatter_minimum(topo: Topology, members: tuple[int, ...], root: int, size: int) -> int:
+    source = members[root]
+    return sum(
+        frame_bytes(size) * routing.host_path_hops(topo, source, dst)
+        for dst in members
+        if dst != source
+    )
+
+
+def minimum_bytes(
+    topo: Topology, collective: str, members: tuple[int, ...], root: int, size: int
+) -> int | None:
+    """The physical minimum (each link on the way carries each segment once), as make bench
+    computes it; for a full-machine allgather every root's tree spans every switch."""
+    if collective == "bcast":
+        tree = trees.innet_tree(topo, members, members[root])
+        return frame_bytes(size) * (1 + tree.switch_links() + len(members) - 1)
+    if collective == "allgather":
+        if len(members) == topo.num_hosts:
+            per_root = frame_bytes(size) * (topo.num_switches + len(members) - 1)
+            return per_root * len(members)
+        return sum(
+            frame_bytes(size)
+            * (1 + trees.innet_tree(topo, members, r).switch_links() + len(members) - 1)
+            for r in members
+        )
+    if collective == "scatter":
+        return scatter_minimum(topo, members, root, size)
+    return None

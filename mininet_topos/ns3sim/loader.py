@@ -38,8 +38,8 @@ def load() -> tuple[Any, Any]:
     # through ns3.ns directly and turn failures into an exception
     os.environ.setdefault("NS_LOG", "")
     try:
-        import ns3.ns  # noqa: F401  (loads the ns-3 libraries and headers into cppyy)
         import cppyy
+        import ns3.ns  # noqa: F401  (loads the ns-3 libraries and headers into cppyy)
     except Exception as exc:  # the wheel raises anything from ImportError to cppyy errors
         raise Ns3Unavailable(f"ns-3 is installed but does not import: {exc}") from exc
     if not hasattr(cppyy.gbl, "netcoll_sim"):

@@ -4,7 +4,8 @@ asyncio asks its selector to wait for I/O until the next timer is due; here that
 running, until the next timer or until a message completes, whichever is first. So the
 algorithms' ``asyncio.wait(..., timeout=...)``, ``loop.time()`` and futures all work unchanged,
 and one second of timer is one simulated second. When every coroutine waits, no timer is
-pending and ns-3 has no event left, nothing can ever happen again: :class:`SimStall`.
+pending and ns-3 has no event left, nothing can ever happen again: :class:`SimStall`; so is an
+idle network with messages still owed to a receiver (a switch queue dropped a packet).
 """
 
 from __future__ import annotations
@@ -43,15 +44,17 @@ class SimLoop(asyncio.BaseEventLoop):
         self,
         run_until: Callable[[float], int],
         now: Callable[[], float],
-        finished: Callable[[], bool],
+        idle: Callable[[], bool],
         deliver: Callable[[], None],
+        lost: Callable[[], str],
     ) -> None:
         super().__init__()
-        self._selector = _SimSelector(self)  # type: ignore[assignment]
+        self._selector = _SimSelector(self)
         self._run_until = run_until
         self._sim_now = now
-        self._finished = finished
+        self._idle = idle
         self._deliver = deliver
+        self._lost = lost
         self.now = 0.0
         self.describe_waiters: Callable[[], str] = lambda: ""
 
@@ -63,7 +66,14 @@ class SimLoop(asyncio.BaseEventLoop):
         self.now = self._sim_now()
         if completed:
             self._deliver()
-        elif until < 0 and self._finished():
+            return
+        if not self._idle():
+            return
+        # the network is idle: a message still on its way will never arrive
+        lost = self._lost()
+        if lost:
+            raise SimStall(lost)
+        if until < 0:
             raise SimStall(
                 "the network is idle and no timer is pending, but collectives still wait: "
                 + self.describe_waiters()

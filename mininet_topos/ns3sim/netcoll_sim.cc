@@ -17,6 +17,7 @@
 #include "ns3/internet-module.h"
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
 
 #include <cstdint>
 #include <cstring>
@@ -107,6 +108,15 @@ class Sim
         list.Add(staticRouting, 0);
         stack.SetRoutingHelper(list);
         stack.Install(m_nodes);
+        for (uint32_t i = 0; i < hosts + routers; i++)
+        {
+            // without a queue disc, a full device queue makes the traffic-control layer drop
+            bool connected =
+                m_nodes.Get(i)->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext(
+                    "TcDrop",
+                    MakeCallback(&DeviceCounter::Drop, &m_stackDrops));
+            NS_ABORT_MSG_UNLESS(connected, "no TcDrop trace source in this ns-3");
+        }
         m_rx.resize(hosts);
         m_barrier.resize(routers);
         m_hostAddr.resize(hosts);
@@ -241,20 +251,25 @@ class Sim
     }
 
     // Run until `until` seconds (negative: no limit) or until a message completed; returns the
-    // number of completions waiting in Done().
+    // number of completions waiting in TakeDone(). Idle() then says whether ns-3 ran out of
+    // events (Simulator::IsFinished() cannot tell afterwards: it is true after any Stop()).
     uint32_t Advance(double until)
     {
         EventId limit;
+        m_idleAtLimit = false;
         if (until >= 0)
         {
             Time at = Seconds(until);
             Time now = Simulator::Now();
-            limit = Simulator::Schedule(at > now ? at - now : Time(0), &Sim::StopNow, this);
+            limit = Simulator::Schedule(at > now ? at - now : Time(0), &Sim::Limit, this);
         }
         m_stopping = false;
+        m_idle = false;
         if (m_done.empty())
         {
             Simulator::Run();
+            // Run returns on a completion's stop, at the limit, or with no events left
+            m_idle = m_done.empty() && (until < 0 || m_idleAtLimit);
         }
         if (limit.IsPending())
         {
@@ -263,9 +278,16 @@ class Sim
         return m_done.size();
     }
 
-    bool Finished() const
+    bool Idle() const
     {
-        return Simulator::IsFinished();
+        return m_idle;
+    }
+
+    void SetScheduler(std::string type)
+    {
+        ObjectFactory factory;
+        factory.SetTypeId(type);
+        Simulator::SetScheduler(factory);
     }
 
     double Now() const
@@ -301,6 +323,12 @@ class Sim
         return m_counters[d].drops;
     }
 
+    // packets the traffic-control layers dropped in front of full device queues
+    uint64_t StackDrops() const
+    {
+        return m_stackDrops.drops;
+    }
+
     uint32_t Devices() const
     {
         return m_counters.size();
@@ -312,6 +340,7 @@ class Sim
         {
             c = DeviceCounter();
         }
+        m_stackDrops = DeviceCounter();
     }
 
     void Destroy()
@@ -322,6 +351,13 @@ class Sim
   private:
     void StopNow()
     {
+        Simulator::Stop();
+    }
+
+    void Limit()
+    {
+        // while an event runs, IsFinished() says whether any other event is left
+        m_idleAtLimit = Simulator::IsFinished();
         Simulator::Stop();
     }
 
@@ -461,12 +497,15 @@ class Sim
     std::vector<Ptr<Socket>> m_sockets;
     std::vector<int32_t> m_ifaces;
     std::deque<DeviceCounter> m_counters;
+    DeviceCounter m_stackDrops;
     std::vector<Ipv4Address> m_hostAddr;
     std::vector<Ipv4Address> m_routerOfHost;
     std::vector<std::unordered_map<uint64_t, uint32_t>> m_rx;
     std::vector<BarrierRouter> m_barrier;
     std::vector<uint64_t> m_done;
     bool m_stopping = false;
+    bool m_idle = false;
+    bool m_idleAtLimit = false;
 };
 
 } // namespace netcoll_sim

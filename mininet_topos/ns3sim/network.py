@@ -88,7 +88,9 @@ class SimNetwork:
             self.host_index[host.node_id] = index
             addr = host_address(topo, host.node_id)
             self.host_addr[host.node_id] = addr
-            link = sim.AddLink(index, self.router_node(host.switch), HOST_LINK, addr, next_router_addr)
+            link = sim.AddLink(
+                index, self.router_node(host.switch), HOST_LINK, addr, next_router_addr
+            )
             self.host_device[host.node_id] = 2 * link
             self.port_devices[(host.switch, host.port)] = (
                 2 * link + 1,
@@ -146,8 +148,8 @@ class SimNetwork:
                     node, self.port_devices[(switch, port)][2], self._interface(switch, port)
                 )
         by_group: dict[int, list[int]] = {}
-        for other in topo.switches:
-            by_group.setdefault(other.group, []).append(other.index)
+        for switch_info in topo.switches:
+            by_group.setdefault(switch_info.group, []).append(switch_info.index)
         for group, members in by_group.items():
             if group != here.group:
                 # the first hop toward a group is the same for all of its routers
@@ -225,4 +227,6 @@ class SimNetwork:
         return out
 
     def drops(self) -> int:
-        return sum(int(self.sim.DeviceDrops(d)) for d in range(int(self.sim.Devices())))
+        """Packets lost to full queues since the counters were last reset."""
+        devices = sum(int(self.sim.DeviceDrops(d)) for d in range(int(self.sim.Devices())))
+        return devices + int(self.sim.StackDrops())

@@ -19,30 +19,23 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from controller import routing, trees, wire
+from controller import routing, trees
 from controller.topology import Topology
 from host_agents import algorithms
 from host_agents.algorithms import allgather as allgather_module
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import Engine
+from mininet_topos.ns3sim.accounting import FRAME_OVERHEAD, frame_bytes
 from mininet_topos.ns3sim.context import SimCtx
 from mininet_topos.ns3sim.loop import SimLoop
 from mininet_topos.ns3sim.network import LinkParams, SimNetwork
 from mininet_topos.ns3sim.transport import Transport
 
 COMM_ID = 1
-FRAME_OVERHEAD = wire.ETH_HEADER_LEN + wire.HEADER_LEN  # what one netcoll frame adds to data
 # Above this many bytes of algorithm buffers the run is hollow (see Simulation.hollow).
 EXACT_LIMIT = 2 << 30
 # Simulated seconds no single collective may exceed (CollCtx's op_timeout, in simulated time).
 SIM_TIMEOUT = 600.0
-
-
-def frame_bytes(nbytes: int) -> int:
-    """Bytes of a message's netcoll frames (as BMv2 counts them), all segments."""
-    full, rest = divmod(nbytes, wire.MAX_PAYLOAD)
-    segments = full + (1 if rest or not nbytes else 0)
-    return nbytes + segments * FRAME_OVERHEAD
 
 
 def buffer_bytes(collective: str, size: int, ranks: int) -> int:
@@ -120,7 +113,7 @@ class Simulation:
         self.net = SimNetwork.build(topo, self.params)
         sim = self.net.sim
         self.members = members or tuple(h.node_id for h in topo.hosts)
-        self.loop = SimLoop(sim.Advance, sim.Now, sim.Finished, self._deliver)
+        self.loop = SimLoop(sim.Advance, sim.Now, sim.Idle, self._deliver, self._lost)
         self.transport = Transport(self.net, self.loop)
         self.transport.members = self.members
         self.loop.describe_waiters = self.transport.waiting
@@ -145,6 +138,9 @@ class Simulation:
         self.transport.deliver()
         if self._progress is not None:
             self._progress.tick(self.loop.now, int(self.net.sim.delivered))
+
+    def _lost(self) -> str:
+        return self.transport.lost()
 
     def close(self) -> None:
         self.loop.close()
@@ -178,8 +174,10 @@ class Simulation:
             finished[rank] = self.loop.now
             done_count += 1
 
+        tasks: list[asyncio.Task[None]] = []
+
         async def everyone() -> None:
-            tasks = [self.loop.create_task(one(r, c)) for r, c in enumerate(self.comms)]
+            tasks.extend(self.loop.create_task(one(r, c)) for r, c in enumerate(self.comms))
             await asyncio.wait_for(asyncio.gather(*tasks), SIM_TIMEOUT)
 
         self._progress = Progress(
@@ -191,6 +189,9 @@ class Simulation:
         try:
             with _hollow_buffers(hollow):
                 self.loop.run_until_complete(everyone())
+        except BaseException:
+            self._abandon(tasks)
+            raise
         finally:
             self._progress = None
         wall = time.monotonic() - started_wall
@@ -219,6 +220,14 @@ class Simulation:
             wall_s=wall,
             per_link=per_link,
         )
+
+    def _abandon(self, tasks: list[asyncio.Task[None]]) -> None:
+        """After a failed collective: cancel what still waits, so the next one starts clean."""
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        self.transport.reset()
 
     def _port_kinds(self) -> dict[tuple[int, int], str]:
         return {
@@ -299,13 +308,12 @@ class Simulation:
         if hollow:
             return sum(1 for out in outputs if len(out) != expected_len)
         if collective == "bcast":
-            expected: Callable[[int], bytes] = lambda _r: data[root]
+            expected = [data[root]] * ranks
         elif collective == "scatter":
-            expected = lambda r: data[root][r * size : (r + 1) * size]
+            expected = [data[root][r * size : (r + 1) * size] for r in range(ranks)]
         else:
-            whole = b"".join(data)
-            expected = lambda _r: whole
-        return sum(1 for r, out in enumerate(outputs) if bytes(out) != expected(r))
+            expected = [b"".join(data)] * ranks
+        return sum(1 for out, want in zip(outputs, expected, strict=True) if bytes(out) != want)
 
 
 def _buffer(size: int, hollow: bool) -> Any:
@@ -336,7 +344,7 @@ def _hollow_buffers(hollow: bool) -> Iterator[None]:
     if not hollow:
         yield
         return
-    namespace = cast(dict[str, Any], vars(allgather_module))
+    namespace = vars(allgather_module)
     namespace["bytearray"] = _hollow_bytearray
     try:
         yield

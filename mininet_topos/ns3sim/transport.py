@@ -178,6 +178,26 @@ class Transport:
                 if msg.sent is not None and not msg.sent.done():
                     msg.sent.set_result(None)
 
+    def lost(self) -> str:
+        """With the network idle: why messages still owed to receivers never arrive, or ''."""
+        if not self.messages:
+            return ""
+        drops = self.net.drops()
+        why = (
+            f"{drops} packets were dropped by full switch queues "
+            f"(--switch-queue {self.net.params.switch_queue} packets; raise it)"
+            if drops
+            else "no packet was dropped, so a route or tree is wrong"
+        )
+        return f"{len(self.messages)} messages can no longer arrive: {why}"
+
+    def reset(self) -> None:
+        """Forget everything in flight after a failed collective (the network is idle)."""
+        self.messages.clear()
+        for engine in self.engines.values():
+            engine.mailbox.clear()
+            engine.barrier_waits.clear()
+
     def waiting(self) -> str:
         """Who waits for what, for a stall report."""
         parts = []
@@ -235,7 +255,9 @@ class SimEngine:
 
     # -- unicast --------------------------------------------------------------------------
 
-    def send_message(self, dst: int, comm: int, epoch: int, tag: int, data: Any) -> asyncio.Future[None]:
+    def send_message(
+        self, dst: int, comm: int, epoch: int, tag: int, data: Any
+    ) -> asyncio.Future[None]:
         sent: asyncio.Future[None] = self.loop.create_future()
         key = ("u", self.node, comm, epoch, tag)
         address = self.transport.net.host_addr[dst]
@@ -310,9 +332,7 @@ class SimEngine:
             self.mailbox[key] = msg
         elif msg.size != len(data):
             if not msg.done.done():
-                msg.done.set_exception(
-                    SizeMismatch(key[1], f"message {key}", msg.size, len(data))
-                )
+                msg.done.set_exception(SizeMismatch(key[1], f"message {key}", msg.size, len(data)))
             return
         msg.arrive(data)
 

@@ -40,6 +40,7 @@ const uint32_t KIND_DATA = 0;
 const uint32_t KIND_ARRIVE = 1;
 const uint32_t KIND_RELEASE = 2;
 const uint64_t RELEASE_FLAG = uint64_t(1) << 47;
+const uint32_t WINDOWED = 0x80; // a unicast segment: its arrival credits the sender's window
 
 struct DeviceCounter
 {
@@ -71,14 +72,40 @@ struct BarrierRouter
     std::map<uint64_t, uint32_t> counts; // barrier key (comm, epoch) -> arrivals
 };
 
+// A message waiting in a host's send queue; its segments are made one at a time, as the NIC
+// and the send window allow, so a 5 MB message does not sit in memory as 3,600 packets.
+struct Outgoing
+{
+    Ipv4Address dst;
+    uint64_t msg;
+    uint32_t bytes;
+    uint32_t segments;
+    uint32_t next;
+    bool windowed; // unicast: counts against the window; multicast: paced by the NIC only
+};
+
+class Sim;
+
+struct HostPump
+{
+    Sim* sim;
+    uint32_t host;
+    void TxEnd(Ptr<const Packet>);
+};
+
 class Sim
 {
   public:
     uint32_t segment = 1460;
     uint64_t delivered = 0;
 
-    void Configure(std::string rate, std::string delay, uint32_t switchQueue, uint32_t hostQueue)
+    void Configure(std::string rate,
+                   std::string delay,
+                   uint32_t switchQueue,
+                   uint32_t hostQueue,
+                   uint32_t window)
     {
+        m_window = window;
         m_router.SetDeviceAttribute("DataRate", StringValue(rate));
         // room for a full netcoll segment (1460 bytes) plus our headers: no IP fragments
         m_router.SetDeviceAttribute("Mtu", UintegerValue(1600));
@@ -118,6 +145,9 @@ class Sim
             NS_ABORT_MSG_UNLESS(connected, "no TcDrop trace source in this ns-3");
         }
         m_rx.resize(hosts);
+        m_out.resize(hosts);
+        m_inFlight.assign(hosts, 0);
+        m_hostDevice.resize(hosts);
         m_barrier.resize(routers);
         m_hostAddr.resize(hosts);
         for (uint32_t i = 0; i < hosts + routers; i++)
@@ -165,6 +195,10 @@ class Sim
         if (kind == 0)
         {
             m_hostAddr[a] = Ipv4Address(addrA);
+            m_hostDevice[a] = DynamicCast<PointToPointNetDevice>(devices.Get(0));
+            HostPump& pump = m_pumps.emplace_back(HostPump{this, a});
+            devices.Get(0)->TraceConnectWithoutContext("PhyTxEnd",
+                                                       MakeCallback(&HostPump::TxEnd, &pump));
         }
         return link;
     }
@@ -229,9 +263,50 @@ class Sim
 
     // A message of `bytes` from host `src` to address `dst` (a host or a multicast group),
     // cut into segments; each receiver reports it complete once all its segments arrived.
+    // A host sends its messages in order, one segment whenever its NIC is free, and keeps at
+    // most `window` unicast segments on their way (credited back when they arrive, as a
+    // lossless fabric's credits or the engine's window would): a bounded host window, like
+    // the real engine's, instead of an open-loop flood no finite switch buffer survives.
     void Send(uint32_t src, uint32_t dst, uint64_t msg, uint32_t bytes)
     {
-        SendTo(src, Ipv4Address(dst), DATA_PORT, msg, bytes, KIND_DATA);
+        Ipv4Address address(dst);
+        uint32_t segments = bytes == 0 ? 1 : (bytes + segment - 1) / segment;
+        m_out[src].push_back(Outgoing{address, msg, bytes, segments, 0, !address.IsMulticast()});
+        Pump(src);
+    }
+
+    // Send what the NIC and the window allow from host h's queue.
+    void Pump(uint32_t h)
+    {
+        std::deque<Outgoing>& queue = m_out[h];
+        Ptr<Queue<ns3::Packet>> nic = m_hostDevice[h]->GetQueue();
+        while (!queue.empty())
+        {
+            Outgoing& o = queue.front();
+            if (o.windowed && m_inFlight[h] >= m_window)
+            {
+                return; // a segment's arrival pumps again
+            }
+            if (nic->GetNPackets() > 0)
+            {
+                return; // the end of the current transmission pumps again
+            }
+            uint32_t len = o.next + 1 < o.segments ? segment : o.bytes - o.next * segment;
+            if (o.bytes == 0)
+            {
+                len = 0;
+            }
+            uint32_t kind = KIND_DATA | (o.windowed ? WINDOWED : 0) | (h << 8);
+            SendSegment(h, o.dst, DATA_PORT, o.msg, o.bytes, kind, len);
+            if (o.windowed)
+            {
+                m_inFlight[h]++;
+            }
+            if (++o.next == o.segments)
+            {
+                queue.pop_front();
+            }
+        }
     }
 
     // A host arrives at a barrier (key names communicator and epoch): one ARRIVE to its router.
@@ -363,22 +438,40 @@ class Sim
 
     void SendTo(uint32_t src, Ipv4Address dst, uint16_t port, uint64_t msg, uint32_t bytes, uint32_t kind)
     {
-        uint32_t segments = bytes == 0 ? 1 : (bytes + segment - 1) / segment;
-        uint32_t left = bytes;
-        for (uint32_t s = 0; s < segments; s++)
+        SendSegment(src, dst, port, msg, bytes, kind, 0);
+    }
+
+    // One datagram: our header, then `len` bytes of the message (zeros: the data is Python's).
+    void SendSegment(uint32_t src,
+                     Ipv4Address dst,
+                     uint16_t port,
+                     uint64_t msg,
+                     uint32_t bytes,
+                     uint32_t kind,
+                     uint32_t len)
+    {
+        uint8_t header[HEADER];
+        std::memcpy(header, &msg, 8);
+        std::memcpy(header + 8, &bytes, 4);
+        std::memcpy(header + 12, &kind, 4);
+        Ptr<Packet> p = Create<Packet>(header, HEADER);
+        if (len)
         {
-            uint32_t len = left < segment ? left : segment;
-            left -= len;
-            uint8_t header[HEADER];
-            std::memcpy(header, &msg, 8);
-            std::memcpy(header + 8, &bytes, 4);
-            std::memcpy(header + 12, &kind, 4);
-            Ptr<Packet> p = Create<Packet>(header, HEADER);
-            if (len)
-            {
-                p->AddAtEnd(Create<Packet>(len));
-            }
-            m_sockets[src]->SendTo(p, 0, InetSocketAddress(dst, port));
+            p->AddAtEnd(Create<Packet>(len));
+        }
+        m_sockets[src]->SendTo(p, 0, InetSocketAddress(dst, port));
+    }
+
+    void Credit(uint32_t sender)
+    {
+        m_inFlight[sender]--;
+        if (!m_out[sender].empty())
+        {
+            Simulator::ScheduleWithContext(m_nodes.Get(sender)->GetId(),
+                                           Time(0),
+                                           &Sim::Pump,
+                                           this,
+                                           sender);
         }
     }
 
@@ -405,6 +498,10 @@ class Sim
             {
                 Complete(node, msg | RELEASE_FLAG);
                 continue;
+            }
+            if (kind & WINDOWED)
+            {
+                Credit(kind >> 8); // the sender's host index rides above the kind
             }
             uint32_t segments = bytes == 0 ? 1 : (bytes + segment - 1) / segment;
             if (segments == 1)
@@ -497,6 +594,11 @@ class Sim
     std::vector<Ptr<Socket>> m_sockets;
     std::vector<int32_t> m_ifaces;
     std::deque<DeviceCounter> m_counters;
+    std::deque<HostPump> m_pumps;
+    std::vector<std::deque<Outgoing>> m_out;
+    std::vector<uint32_t> m_inFlight;
+    std::vector<Ptr<PointToPointNetDevice>> m_hostDevice;
+    uint32_t m_window = 64;
     DeviceCounter m_stackDrops;
     std::vector<Ipv4Address> m_hostAddr;
     std::vector<Ipv4Address> m_routerOfHost;
@@ -507,5 +609,12 @@ class Sim
     bool m_idle = false;
     bool m_idleAtLimit = false;
 };
+
+inline void
+HostPump::TxEnd(Ptr<const Packet>)
+{
+    // not from inside the device's TransmitComplete, which is about to dequeue itself
+    Simulator::ScheduleNow(&Sim::Pump, sim, host);
+}
 
 } // namespace netcoll_sim

@@ -34,12 +34,13 @@ class LinkParams:
     delay: str = "100ns"  # per link, propagation
     global_delay: str = "100ns"
     switch_queue: int = 1000  # packets per switch egress port (drop-tail)
-    host_queue: int = 1_000_000  # a host's send queue is its memory
+    host_queue: int = 1000  # packets; hosts queue messages, their NIC holds a packet or two
+    window: int = 64  # unicast segments a host keeps on their way (the engine's message_window)
 
     def describe(self) -> str:
         return (
             f"links {self.rate}/{self.delay}, global {self.global_rate}/{self.global_delay}, "
-            f"switch queues {self.switch_queue} packets"
+            f"switch queues {self.switch_queue} packets, host window {self.window} segments"
         )
 
 
@@ -80,7 +81,7 @@ class SimNetwork:
 
     def _build(self) -> None:
         topo, sim, p = self.topo, self.sim, self.params
-        sim.Configure(p.rate, p.delay, p.switch_queue, p.host_queue)
+        sim.Configure(p.rate, p.delay, p.switch_queue, p.host_queue, p.window)
         sim.SetGlobalRate(p.global_rate, p.global_delay)
         sim.CreateNodes(topo.num_hosts, topo.num_switches)
         next_router_addr = ROUTER_ADDRESS_BASE

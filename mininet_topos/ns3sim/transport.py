@@ -55,10 +55,10 @@ class SimIncoming:
         self.size = size
         self.seg_count = max(1, -(-size // wire.MAX_PAYLOAD))
         self.n_received = 0
-        self.data = b""
-        self.done: asyncio.Future[bytes] = loop.create_future()
+        self.data: bytes | memoryview = b""
+        self.done: asyncio.Future[bytes | memoryview] = loop.create_future()
 
-    def arrive(self, data: bytes) -> None:
+    def arrive(self, data: bytes | memoryview) -> None:
         # handed over as they are, without a copy: the algorithms only copy out of it
         self.data = data
         self.n_received = self.seg_count
@@ -105,7 +105,7 @@ class Transport:
         self.traffic = Traffic()
         self.tree_cache: dict[tuple[str, int], trees.Tree] = {}
         self.hollow = False  # payloads not carried (see Simulation.hollow)
-        self._zeros: dict[int, bytes] = {}
+        self._zeros: dict[int, memoryview] = {}
 
     def engine(self, node: int) -> SimEngine:
         if node not in self.engines:
@@ -135,11 +135,12 @@ class Transport:
         self.messages[msg_id] = _Message(key, data, size, receivers, sent)
         self.sim.Send(self.net.host_index[src], dst_address, msg_id, size)
 
-    def zeros(self, size: int) -> bytes:
-        """What a hollow message delivers: one shared zero-filled object per size."""
+    def zeros(self, size: int) -> memoryview:
+        """What a hollow message delivers: one shared zero-filled view per size (a view, as
+        hollow buffers are numpy arrays, which take slices of a view but not of bytes)."""
         out = self._zeros.get(size)
         if out is None:
-            out = self._zeros[size] = bytes(size)
+            out = self._zeros[size] = memoryview(bytes(size))
         return out
 
     def tree(self, kind: str, root: int) -> trees.Tree:
@@ -325,7 +326,7 @@ class SimEngine:
 
     # -- internals ------------------------------------------------------------------------
 
-    def arrived(self, key: MessageKey, data: bytes) -> None:
+    def arrived(self, key: MessageKey, data: bytes | memoryview) -> None:
         msg = self.mailbox.get(key)
         if msg is None:  # before the receiver asked: keep it until it does
             msg = SimIncoming(self.loop, key, len(data))
@@ -356,7 +357,7 @@ class SimEngine:
                 go(None if hollow else bytes(data.data), data.size)
                 return
 
-            def later(done: asyncio.Future[bytes]) -> None:
+            def later(done: asyncio.Future[bytes | memoryview]) -> None:
                 if done.cancelled() or done.exception() is not None:
                     if not sent.done():
                         sent.set_exception(EngineError("the relayed message never arrived"))

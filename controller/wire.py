@@ -2,7 +2,7 @@
 
 The layout here mirrors ``p4src/common/headers.p4`` field for field; ``tests/unit/test_wire.py``
 checks the two against each other. Hot paths use the ``struct`` codecs below; Scapy layers for
-crafting and dissecting are in :mod:`controller.scapy_layers` and are built from ``HEADER_FIELDS``.
+crafting and dissecting are in :mod:`tests.scapy_layers` and are built from ``HEADER_FIELDS``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import Any
 
 from controller import p4info, routing, trees, wire
 from controller.topology import Topology
-from host_agents import algorithms
+from host_agents.collectives import COLLECTIVES
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.network import NetcollNetwork, NetworkOptions
@@ -36,13 +36,24 @@ FULL_SIZES = {
     "scatter": (1, 1024, 16384),
     "allgather": (1, 1024, 16384),
     "barrier": (0,),
+    "allreduce": (4, 1024, 65536),
+    "reduce": (1024, 65536),
 }
-QUICK_SIZES = {"bcast": (1, 16384), "scatter": (1024,), "allgather": (1024,), "barrier": (0,)}
+QUICK_SIZES = {
+    "bcast": (1, 16384),
+    "scatter": (1024,),
+    "allgather": (1024,),
+    "barrier": (0,),
+    "allreduce": (4, 1024),
+    "reduce": (1024,),
+}
 BASELINES = {
     "bcast": "binomial",
     "barrier": "dissemination",
     "scatter": "tree",
     "allgather": "ring",
+    "allreduce": "recursive_doubling",
+    "reduce": "binomial",
 }
 
 
@@ -111,6 +122,12 @@ def minimum_bytes(
             tree = trees.innet_tree(topo, members, r)
             total += sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
         return total
+    if collective in ("allreduce", "reduce"):
+        # the switches' aggregation: each vector up every barrier-tree link once and the
+        # result down it once (a reduce could stop at the root: the same order of bytes)
+        tree = trees.barrier_tree(topo, members)
+        links = len(tree.nodes) - 1 + len(members)
+        return 2 * sum(frame_bytes(size)) * links
     if collective == "scatter":
         source = members[root]
         return sum(
@@ -155,7 +172,7 @@ def compare_algorithms(
     print(f"*** communicator of {len(members)} hosts installed in {install * 1e3:.0f} ms")
     meter = LinkMeter(net)
     rows: list[Row] = []
-    for collective, table in algorithms.REGISTRY.items():
+    for collective, table in ((c.name, c.algorithms) for c in COLLECTIVES.values()):
         for name in table:
             for size in sizes[collective]:
                 # barriers back to back: a synchronising barrier before each would be counted too
@@ -268,7 +285,7 @@ def plot(rows: list[Row], out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
-    for collective in ("bcast", "scatter", "allgather"):
+    for collective in ("bcast", "scatter", "allgather", "allreduce"):
         chosen = [r for r in rows if r.collective == collective]
         if not chosen:
             continue

@@ -14,8 +14,9 @@ import random
 import sys
 from pathlib import Path
 
+from host_agents.collectives import COLLECTIVES
 from host_agents.report import format_table, save
-from host_agents.workload import COLLECTIVES, CollectiveTest, Workload
+from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.network import NetcollNetwork
 from mininet_topos.run import add_network_arguments, with_network
 
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_network_arguments(parser)
-    parser.add_argument("--collective", required=True, choices=COLLECTIVES)
+    parser.add_argument("--collective", required=True, choices=list(COLLECTIVES))
     parser.add_argument("--algorithms", default="auto", help="comma-separated algorithm names")
     parser.add_argument(
         "--sizes",

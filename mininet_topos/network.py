@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from mininet.net import Mininet
 
 from controller import topology as model
+from controller.callers import NetnsCallers
 from controller.desired_state import Membership
 from controller.drivers.p4runtime import SwitchEndpoint
 from controller.drivers.thrift import ThriftClient, ThriftUnavailable
@@ -39,7 +40,6 @@ from controller.runtime import ControlPlane
 from controller.service import CommService
 from host_agents.launcher import Launcher
 from host_agents.port import RawSocketPort
-from host_agents.service_client import ServiceClient
 from mininet_topos.linkemu import EmulatorClient, Impairment
 from mininet_topos.nodes import Bmv2Switch, RecordedHost, RecordedLink
 from mininet_topos.runstate import RunRegistry, stop_run
@@ -228,7 +228,11 @@ class NetcollNetwork:
         )
         control = self.control
         self.loop.call(control.start(opts.ready_timeout), opts.ready_timeout + 10)
-        self.service = CommService(control, self.service_path)
+        # the service tells callers apart by the network namespace of the connecting process
+        host_pids = {h.node_id: self.mininet.get(h.name).pid for h in self.topo.hosts}
+        self.service = CommService(
+            control, self.service_path, callers=NetnsCallers.from_host_pids(host_pids)
+        )
         self.loop.call(self.service.start(), 10)
         self.report.programming_s = time.perf_counter() - phase
         self.report.total_s = time.perf_counter() - started
@@ -402,17 +406,15 @@ class NetcollNetwork:
         )
 
     def create_comm(self, members: tuple[int, ...], **kwargs: Any) -> tuple[int, float]:
-        """A communicator over ``members`` through the service; (comm id, install seconds)."""
+        """A communicator over ``members``; (comm id, install seconds)."""
+        reply = self.operator("create", members=list(members), **kwargs)
+        return int(reply["comm_id"]), float(reply["install_seconds"])
 
-        async def create() -> tuple[int, float]:
-            client = ServiceClient(self.service_path)
-            try:
-                reply = await client.call("create", members=list(members), **kwargs)
-            finally:
-                await client.close()
-            return int(reply["comm_id"]), float(reply["install_seconds"])
-
-        return asyncio.run(create())
+    def operator(self, op: str, **params: Any) -> dict[str, Any]:
+        """A communicator-service request made as the operator: the same path (validation,
+        bookkeeping, all-or-nothing changes) agents take over the socket."""
+        assert self.service is not None, "the network is not up"
+        return self.call(self.service.handle({"op": op, **params}), 120)
 
     @contextlib.contextmanager
     def communicator(self, members: tuple[int, ...], **kwargs: Any) -> Iterator[tuple[int, float]]:
@@ -425,9 +427,8 @@ class NetcollNetwork:
             self.free_comm(comm_id)
 
     def free_comm(self, comm_id: int) -> None:
-        """Remove a communicator's switch state (the service's collective free, at once)."""
-        assert self.control is not None
-        self.call(self.control.free(comm_id), 120)
+        """Remove a communicator and its switch state at once (the operator's free)."""
+        self.operator("free", comm_id=comm_id)
 
     # -- teardown ------------------------------------------------------------------------------
 

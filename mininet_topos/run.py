@@ -18,6 +18,7 @@ from pathlib import Path
 from mininet.cli import CLI
 
 from controller.p4info import ProgramError
+from controller.runtime import CommunicatorError
 from controller.switch_state import CapacityError
 from controller.topology import TopologyError
 from host_agents.report import format_table
@@ -205,7 +206,7 @@ def with_network(args: argparse.Namespace, what: str, body: Callable[[NetcollNet
         )
         print(f"*** {net.start()}")
         return body(net)
-    except (BringUpError, TopologyError, CapacityError, ProgramError) as exc:
+    except (BringUpError, TopologyError, CapacityError, ProgramError, CommunicatorError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:

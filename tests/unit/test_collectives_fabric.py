@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from controller import wire
 from controller.topology import Topology, dragonfly
-from host_agents import algorithms
+from host_agents.collectives import UnknownAlgorithm, algorithm_names
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig
-from host_agents.fabric import Cluster, Faults
+from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
 
@@ -92,7 +93,7 @@ async def allgather_all(comms: list[Comm], blocks: list[bytes], algorithm: str) 
 
 
 @pytest.mark.parametrize("nbytes", SIZES)
-@pytest.mark.parametrize("algorithm", sorted(algorithms.BCAST))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["bcast"]))
 def test_bcast_every_size_and_root(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -106,7 +107,7 @@ def test_bcast_every_size_and_root(algorithm: str, nbytes: int, test_rng: random
 
 
 @pytest.mark.parametrize("nbytes", SIZES)
-@pytest.mark.parametrize("algorithm", sorted(algorithms.SCATTER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["scatter"]))
 def test_scatter_every_size_and_root(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -121,7 +122,7 @@ def test_scatter_every_size_and_root(algorithm: str, nbytes: int, test_rng: rand
 
 
 @pytest.mark.parametrize("nbytes", SIZES)
-@pytest.mark.parametrize("algorithm", sorted(algorithms.ALLGATHER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["allgather"]))
 def test_allgather_every_size(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -134,7 +135,7 @@ def test_allgather_every_size(algorithm: str, nbytes: int, test_rng: random.Rand
     run(body)
 
 
-@pytest.mark.parametrize("algorithm", sorted(algorithms.BARRIER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["barrier"]))
 def test_barrier_every_size(algorithm: str, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -156,7 +157,7 @@ async def _barrier_holds(comms: list[Comm], algorithm: str) -> None:
     await asyncio.gather(late.barrier(algorithm=algorithm), *early)
 
 
-@pytest.mark.parametrize("algorithm", sorted(algorithms.BARRIER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["barrier"]))
 def test_barrier_waits_for_the_last_rank(algorithm: str, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in (2, 5, 17):
@@ -173,7 +174,7 @@ LOSSY = Faults(loss=0.03, duplicate=0.03, reorder=0.05, reorder_delay=0.003)
 
 @pytest.mark.parametrize(
     ("kind", "algorithm"),
-    [(kind, name) for kind, table in sorted(algorithms.REGISTRY.items()) for name in sorted(table)],
+    [(kind, name) for kind, table in sorted(algorithm_names().items()) for name in sorted(table)],
 )
 def test_every_algorithm_under_loss_duplication_reordering(
     kind: str, algorithm: str, test_seed: int, test_rng: random.Random
@@ -209,6 +210,46 @@ def test_every_algorithm_under_loss_duplication_reordering(
                 else:
                     await asyncio.gather(*(c.barrier(algorithm=algorithm) for c in comms))
             assert cluster.fabric.lost > 0 or n == 2, "the fault injection did not drop anything"
+
+    run(body)
+
+
+AT_MTU = dataclasses.replace(FAST, segment_size=wire.MAX_PAYLOAD)
+
+
+@pytest.mark.parametrize(
+    ("kind", "algorithm"),
+    [(kind, name) for kind, table in sorted(algorithm_names().items()) for name in sorted(table)],
+)
+def test_every_algorithm_at_the_real_mtu_under_loss(
+    kind: str, algorithm: str, test_seed: int, test_rng: random.Random
+) -> None:
+    """Real segment counts (1460-byte segments: windows, SACK, NACK ranges and co-root merging
+    all at work) under loss, duplication and reordering."""
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        n = 9
+        cluster = Cluster(
+            TOPO,
+            members_of(test_rng, n),
+            loop=loop,
+            config=AT_MTU,
+            options=OPTIONS,
+            faults=LOSSY,
+            seed=test_seed,
+        )
+        comms, root = cluster.comms, test_rng.randrange(n)
+        if kind == "bcast":
+            await bcast_all(comms, root, pattern(n, 1, size=200_000), algorithm)  # 137 segments
+        elif kind == "scatter":
+            await scatter_all(comms, root, pattern(n, 2, size=20_000 * n), 20_000, algorithm)
+        elif kind == "allgather":
+            blocks = [pattern(n, 3, r, size=20_000) for r in range(n)]  # 14 segments each
+            await allgather_all(comms, blocks, algorithm)
+        else:
+            for _ in range(3):
+                await asyncio.gather(*(c.barrier(algorithm=algorithm) for c in comms))
+        assert cluster.fabric.lost > 0, "the fault injection did not drop anything"
 
     run(body)
 
@@ -262,7 +303,7 @@ def test_wrong_use_fails_fast_naming_rank_and_step() -> None:
             ),
         )
         comms = cluster.comms
-        with pytest.raises(algorithms.UnknownAlgorithm, match="unknown bcast algorithm 'nope'"):
+        with pytest.raises(UnknownAlgorithm, match="unknown bcast algorithm 'nope'"):
             await comms[0].bcast(b"x", 0, algorithm="nope")
         # the root, rank 3, never arrives: the others fail within the progress timeout, each
         # naming itself, the step and the rank it waits for

@@ -8,10 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("scapy", reason="Scapy is not installed (apt-get install python3-scapy)")
 from scapy.layers.l2 import Ether
 
 from controller import wire
-from controller.scapy_layers import Coll, MiniPacketBody, coll_frame
+from tests.scapy_layers import Coll, MiniPacketBody, coll_frame
 
 pytestmark = pytest.mark.unit
 

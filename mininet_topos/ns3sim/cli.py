@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.topology import parse_spec
-from host_agents import algorithms
+from host_agents.collectives import algorithm_names
 from host_agents.report import Row, format_table, save
 from mininet_topos.ns3sim.loader import Ns3Unavailable, unavailable_reason
 from mininet_topos.ns3sim.network import LinkParams
@@ -33,6 +33,8 @@ QUICK = (
     "barrier:all:0",
     "scatter:all:1024",
     "allgather:all:1024",
+    "allreduce:all:1024",
+    "reduce:all:1024",
 )
 DEFAULTS = LinkParams()
 BASELINES = {
@@ -51,11 +53,11 @@ def parse_run(text: str) -> list[tuple[str, str, int]]:
             f"--run {text!r}: expected COLLECTIVE:ALGORITHMS:SIZES, e.g. bcast:innet,binomial:16384"
         )
     collective, names, sizes = parts
-    table = algorithms.REGISTRY.get(collective)
+    table = algorithm_names().get(collective)
     if table is None:
         raise argparse.ArgumentTypeError(
             f"--run {text!r}: unknown collective {collective!r}; "
-            f"known: {', '.join(algorithms.REGISTRY)}"
+            f"known: {', '.join(algorithm_names())}"
         )
     chosen = list(table) if names == "all" else names.split(",")
     for name in chosen:
@@ -99,7 +101,7 @@ def plot(rows: list[Row], out: Path, stem: str) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
-    for collective in algorithms.REGISTRY:
+    for collective in algorithm_names():
         chosen = [r for r in rows if r.collective == collective]
         if not chosen:
             continue

@@ -1,8 +1,10 @@
 """Run the host agents' collectives on a simulated network and measure them.
 
-A :class:`Simulation` holds one ns-3 network, one engine-shaped object and one
-:class:`host_agents.comm.Comm` per member host, and the communicator's barrier tree in the
-routers. :meth:`Simulation.run` starts one collective on every rank at the same simulated
+A :class:`Simulation` holds one ns-3 network, one endpoint and one communicator member per
+host, and the communicator's barrier tree in the routers. Collectives come from
+:data:`host_agents.collectives.COLLECTIVES`: each descriptor lays out the buffers, runs the
+algorithm against a :class:`~mininet_topos.ns3sim.context.SimContext` and says what each rank
+must end with. :meth:`Simulation.run` starts one collective on every rank at the same simulated
 instant (as if released by a barrier), runs until all have finished, checks every rank's
 result byte for byte and reports per-rank times and the bytes every link carried.
 """
@@ -15,18 +17,18 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from controller import routing, trees
 from controller.topology import Topology
-from host_agents import algorithms
+from host_agents import collectives as collectives_module
 from host_agents.algorithms import allgather as allgather_module
-from host_agents.comm import Comm, CommOptions
-from host_agents.engine import Engine
+from host_agents.collectives import Call, Case, collective
+from host_agents.directory import Directory
 from mininet_topos.ns3sim.accounting import FRAME_OVERHEAD, frame_bytes
-from mininet_topos.ns3sim.context import SimCtx
+from mininet_topos.ns3sim.context import SimContext, SimRank
 from mininet_topos.ns3sim.loop import SimLoop
 from mininet_topos.ns3sim.network import LinkParams, SimNetwork
 from mininet_topos.ns3sim.transport import Transport
@@ -117,16 +119,10 @@ class Simulation:
         self.transport = Transport(self.net, self.loop)
         self.transport.members = self.members
         self.loop.describe_waiters = self.transport.waiting
-        options = CommOptions(op_timeout=SIM_TIMEOUT)
-        self.comms = [
-            Comm(
-                cast(Engine, self.transport.engine(node)),
-                COMM_ID,
-                self.members,
-                innet=True,
-                options=options,
-            )
-            for node in self.members
+        directory = Directory.from_topology(topo)
+        self.ranks = [
+            SimRank(COMM_ID, self.members, rank, self.transport.endpoint(node), directory)
+            for rank, node in enumerate(self.members)
         ]
         self.net.install_barrier(trees.barrier_tree(topo, self.members))
         self.rng = random.Random(seed)
@@ -157,7 +153,10 @@ class Simulation:
         )
 
     def run(self, collective: str, algorithm: str, size: int, root: int = 0) -> Outcome:
-        name, _ = algorithms.choose(collective, algorithm, size, len(self.members), True)
+        coll = collective_of(collective)
+        ranks = len(self.members)
+        name, _ = coll.choose(algorithm, size, ranks, True)
+        chosen = coll.algorithms[name]
         hollow = self.hollow(collective, size)
         self.transport.hollow = hollow
         self.transport.traffic.clear()
@@ -165,29 +164,33 @@ class Simulation:
         sim.ResetCounters()
         delivered_before = int(sim.delivered)
         started_wall = time.monotonic()
-        data = self._inputs(collective, size, root, hollow)
-        outputs: list[Any] = [None] * len(self.comms)
-        finished: list[float] = [0.0] * len(self.comms)
+        seed = self.rng.getrandbits(32)
+        owned = _owner_bytes(seed)
+        outputs: list[Any] = [None] * ranks
+        finished: list[float] = [0.0] * ranks
         start = self.loop.now
         done_count = 0
 
-        async def one(rank: int, comm: Comm) -> None:
+        async def one(member: SimRank) -> None:
             nonlocal done_count
-            outputs[rank] = await self._start(comm, collective, name, size, root, data, hollow)
-            finished[rank] = self.loop.now
+            case = Case(owned, root, ranks, member.rank, size)
+            data = coll.contribution(case)
+            if hollow and data is not None:
+                data = bytearray(len(data))  # numpy takes a bytearray's slices, not bytes'
+            epoch = member.next_barrier_epoch() if chosen.barrier_epochs else member.next_epoch()
+            ctx = SimContext(member, epoch, f"{collective}({name})")
+            outputs[member.rank] = await coll.execute(chosen.run, ctx, Call(data, root, size))
+            finished[member.rank] = self.loop.now
             done_count += 1
 
         tasks: list[asyncio.Task[None]] = []
 
         async def everyone() -> None:
-            tasks.extend(self.loop.create_task(one(r, c)) for r, c in enumerate(self.comms))
+            tasks.extend(self.loop.create_task(one(member)) for member in self.ranks)
             await asyncio.wait_for(asyncio.gather(*tasks), SIM_TIMEOUT)
 
         self._progress = Progress(
-            f"{collective} {name} {size} B",
-            self.progress_every,
-            lambda: done_count,
-            len(self.comms),
+            f"{collective} {name} {size} B", self.progress_every, lambda: done_count, ranks
         )
         try:
             with _hollow_buffers(hollow):
@@ -198,7 +201,7 @@ class Simulation:
         finally:
             self._progress = None
         wall = time.monotonic() - started_wall
-        wrong = self._check(collective, size, root, data, outputs, hollow)
+        wrong = self._check(coll, owned, root, size, outputs, hollow)
         counters = self.net.link_counters()
         kinds = self._port_kinds()
         per_link = {
@@ -210,7 +213,7 @@ class Simulation:
             collective=collective,
             algorithm=name,
             size=size,
-            ranks=len(self.members),
+            ranks=ranks,
             times_us=[(t - start) * 1e6 for t in finished],
             wrong=wrong,
             checked="sizes" if hollow else "bytes",
@@ -239,84 +242,39 @@ class Simulation:
             for p, info in self.topo.ports(s).items()
         }
 
-    def _inputs(self, collective: str, size: int, root: int, hollow: bool) -> list[Any]:
-        """Per rank input: the root's buffer (bcast, scatter) or each rank's block."""
-        ranks = len(self.members)
-        if hollow:
-            return [None] * ranks
-        if collective == "bcast":
-            return [self.rng.randbytes(size) if r == root else None for r in range(ranks)]
-        if collective == "scatter":
-            return [self.rng.randbytes(size * ranks) if r == root else None for r in range(ranks)]
-        if collective == "allgather":
-            return [self.rng.randbytes(size) for _ in range(ranks)]
-        return [None] * ranks
-
-    def _start(
-        self,
-        comm: Comm,
-        collective: str,
-        name: str,
-        size: int,
-        root: int,
-        data: list[Any],
-        hollow: bool,
-    ) -> Coroutine[Any, Any, Any]:
-        """What Comm.ibcast/iscatter/... do, with SimCtx as the context."""
-
-        async def go() -> Any:
-            rank, ranks = comm.rank, comm.size
-            if collective == "barrier":
-                # Comm.ibarrier: the in-network barrier numbers its own epochs
-                epoch = comm._next_barrier_epoch() if name == "innet" else comm._next_epoch()
-                ctx = SimCtx(comm, epoch, f"barrier({name})")
-                await algorithms.BARRIER[name](ctx)
-                return None
-            ctx = SimCtx(comm, comm._next_epoch(), f"{collective}({name})")
-            if collective == "bcast":
-                buf = _buffer(size, hollow)
-                if rank == root and not hollow:
-                    buf[:] = data[root]
-                await algorithms.BCAST[name](ctx, buf, root)
-                return buf
-            if collective == "scatter":
-                out = _buffer(size, hollow)
-                source = None
-                if rank == root:
-                    source = memoryview(_buffer(size * ranks, hollow) if hollow else data[root])
-                await algorithms.SCATTER[name](ctx, source, out, root, size)
-                return out
-            out = _buffer(size * ranks, hollow)
-            if not hollow:
-                out[rank * size : (rank + 1) * size] = data[rank]
-            await algorithms.ALLGATHER[name](ctx, out, size)
-            return out
-
-        return go()
-
     def _check(
         self,
-        collective: str,
-        size: int,
+        coll: Any,
+        owned: Callable[[int, int], bytes],
         root: int,
-        data: list[Any],
+        size: int,
         outputs: list[Any],
         hollow: bool,
     ) -> int:
-        """Ranks whose result is wrong (by size only in a hollow run)."""
-        if collective == "barrier":
-            return 0
+        """Ranks whose result differs from the descriptor's expectation (by length only in a
+        hollow run)."""
         ranks = len(self.members)
-        expected_len = size * ranks if collective == "allgather" else size
-        if hollow:
-            return sum(1 for out in outputs if len(out) != expected_len)
-        if collective == "bcast":
-            expected = [data[root]] * ranks
-        elif collective == "scatter":
-            expected = [data[root][r * size : (r + 1) * size] for r in range(ranks)]
-        else:
-            expected = [b"".join(data)] * ranks
-        return sum(1 for out, want in zip(outputs, expected, strict=True) if bytes(out) != want)
+        wrong = 0
+        for rank, out in enumerate(outputs):
+            want = coll.expected(Case(owned, root, ranks, rank, size))
+            if want is None:
+                continue
+            if out is None or (len(out) != len(want) if hollow else bytes(out) != want):
+                wrong += 1
+        return wrong
+
+
+def collective_of(name: str) -> Any:
+    return collective(name)
+
+
+def _owner_bytes(seed: int) -> Callable[[int, int], bytes]:
+    """Each rank's data: ``n`` bytes drawn from (seed, rank), the same on every call."""
+
+    def owned(rank: int, n: int) -> bytes:
+        return random.Random(seed * 1_000_003 + rank).randbytes(n)
+
+    return owned
 
 
 def _buffer(size: int, hollow: bool) -> Any:
@@ -340,19 +298,21 @@ def _hollow_bytearray(source: Any = 0, *args: Any) -> Any:
 
 @contextlib.contextmanager
 def _hollow_buffers(hollow: bool) -> Iterator[None]:
-    """In a hollow run, the allgather module's own ``bytearray(size * block)`` (Bruck's work
-    buffer) is hollow too: the algorithm's code is unchanged, its module-level name
-    ``bytearray`` is shadowed while the run lasts. Issue 12 could let a context hand out
-    buffers instead."""
+    """In a hollow run, the buffers the allgather descriptor and Bruck allocate with
+    ``bytearray(size * block)`` are hollow too: their code is unchanged, the module-level name
+    ``bytearray`` is shadowed while the run lasts. A context method handing out buffers would
+    make this unnecessary."""
     if not hollow:
         yield
         return
-    namespace = vars(allgather_module)
-    namespace["bytearray"] = _hollow_bytearray
+    namespaces = [vars(allgather_module), vars(collectives_module)]
+    for namespace in namespaces:
+        namespace["bytearray"] = _hollow_bytearray
     try:
         yield
     finally:
-        del namespace["bytearray"]
+        for namespace in namespaces:
+            del namespace["bytearray"]
 
 
 def scatter_minimum(topo: Topology, members: tuple[int, ...], root: int, size: int) -> int:

@@ -1,24 +1,13 @@
-"""The host side of the simulation: one engine-shaped object per host over a shared ns-3 network.
+"""The host side of the simulation: every host's endpoint over one shared ns-3 network.
 
-The algorithms in host_agents/algorithms reach past their context into ``ctx.engine``; this
-module implements exactly the part of :class:`host_agents.engine.Engine` they and
-:class:`host_agents.comm.CollCtx` use (issue 12 turns that list into a typed Protocol):
-
-* attributes ``node``, ``loop``, ``directory``, ``cfg.segment_size``, ``cfg.rto_max``,
-  ``repair_quiet``;
-* communicators: ``register_comm``, ``forget_comm``, ``note_epoch``, ``resume_barrier``,
-  ``released_epoch``;
-* unicast: ``send_message`` (future), ``incoming`` (a message with ``done``, ``n_received``),
-  ``consume``;
-* multicast: ``mcast_send`` (future), ``mcast_incoming``, ``mcast_publish`` /
-  ``mcast_withdraw``, ``request_missing``;
-* barrier: ``barrier_arrive`` (future).
-
-The simulated network is lossless unless a switch queue overflows (then the messages that lost
-a packet never complete and the run stops with the drop count), so there are no ACKs,
-retransmissions or repairs: a send completes when its receivers hold the message, and
-``request_missing`` has nothing to ask. Payload bytes travel beside ns-3, which carries their
-size: a receiver gets a message's bytes when its last segment arrives.
+A :class:`HostEndpoint` sends and receives *messages* named by keys (a unicast by its sender,
+communicator, epoch and tag; a multicast by its root, communicator, epoch and tree) and arrives
+at switch barriers, as the real agent's engine does; :class:`mininet_topos.ns3sim.context.
+SimContext` puts the collective context on top. The simulated network is lossless unless a
+switch queue overflows (then the messages that lost a packet never complete and the run stops
+naming the drops), so there are no ACKs, retransmissions or repairs: a send completes when its
+receivers hold the message. Payload bytes travel beside ns-3, which carries their size: a
+receiver gets a message's bytes when its last segment arrives.
 """
 
 from __future__ import annotations
@@ -30,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller import trees, wire
-from host_agents.directory import Directory
-from host_agents.engine import EngineConfig, EngineError, SizeMismatch
+from host_agents.engine import EngineError, SizeMismatch
 from mininet_topos.ns3sim.network import SimNetwork
 
 RELEASE_FLAG = 1 << 47
@@ -90,15 +78,14 @@ class Traffic:
 
 
 class Transport:
-    """Every host's engine, the message registry and the hand-over of completions."""
+    """Every host's endpoint, the message registry and the hand-over of completions."""
 
     def __init__(self, net: SimNetwork, loop: asyncio.AbstractEventLoop) -> None:
         self.net = net
         self.sim = net.sim
         self.loop = loop
-        self.directory = Directory.from_topology(net.topo)
-        self.engines: dict[int, SimEngine] = {}
-        self.by_index: dict[int, SimEngine] = {}
+        self.endpoints: dict[int, HostEndpoint] = {}
+        self.by_index: dict[int, HostEndpoint] = {}
         self.messages: dict[int, _Message] = {}
         self.next_id = 1
         self.members: tuple[int, ...] = ()
@@ -107,12 +94,12 @@ class Transport:
         self.hollow = False  # payloads not carried (see Simulation.hollow)
         self._zeros: dict[int, memoryview] = {}
 
-    def engine(self, node: int) -> SimEngine:
-        if node not in self.engines:
-            engine = SimEngine(self, node)
-            self.engines[node] = engine
-            self.by_index[self.net.host_index[node]] = engine
-        return self.engines[node]
+    def endpoint(self, node: int) -> HostEndpoint:
+        if node not in self.endpoints:
+            endpoint = HostEndpoint(self, node)
+            self.endpoints[node] = endpoint
+            self.by_index[self.net.host_index[node]] = endpoint
+        return self.endpoints[node]
 
     # -- sending ------------------------------------------------------------------------------
 
@@ -195,14 +182,14 @@ class Transport:
     def reset(self) -> None:
         """Forget everything in flight after a failed collective (the network is idle)."""
         self.messages.clear()
-        for engine in self.engines.values():
+        for engine in self.endpoints.values():
             engine.mailbox.clear()
             engine.barrier_waits.clear()
 
     def waiting(self) -> str:
         """Who waits for what, for a stall report."""
         parts = []
-        for node, engine in self.engines.items():
+        for node, engine in self.endpoints.items():
             keys = [k for k, m in engine.mailbox.items() if not m.done.done()]
             if keys or engine.barrier_waits:
                 parts.append(f"node {node} waits for {keys[:2] or list(engine.barrier_waits)[:2]}")
@@ -221,48 +208,23 @@ def barrier_key(comm: int, epoch: int) -> int:
     return ((comm & 0xFFFF) << 16) | (epoch & 0xFFFF)
 
 
-class SimEngine:
-    """One host's engine-shaped view of the simulation (see the module docstring)."""
+class HostEndpoint:
+    """One host's messages and barrier arrivals (what the real agent's engine does for it)."""
 
     def __init__(self, transport: Transport, node: int) -> None:
         self.transport = transport
         self.node = node
         self.index = transport.net.host_index[node]
         self.loop = transport.loop
-        self.directory = transport.directory
-        self.cfg = EngineConfig()
-        self.repair_quiet = self.cfg.rto_initial
         self.mailbox: dict[MessageKey, SimIncoming] = {}
         self.barrier_waits: dict[int, asyncio.Future[None]] = {}
-        self.released_epochs: dict[int, int] = {}
-        self.comms: dict[int, tuple[int, ...]] = {}
 
-    # -- communicators --------------------------------------------------------------------
+    # -- sending --------------------------------------------------------------------------
 
-    def register_comm(self, comm: int, members: tuple[int, ...]) -> None:
-        self.comms[comm] = members
-
-    def forget_comm(self, comm: int) -> None:
-        self.comms.pop(comm, None)
-
-    def note_epoch(self, comm: int, epoch: int) -> None:
-        pass  # no retransmissions, so no old epochs to tell apart
-
-    def resume_barrier(self, comm: int, released: int) -> None:
-        self.released_epochs[comm] = released
-
-    def released_epoch(self, comm: int) -> int:
-        return self.released_epochs.get(comm, 0)
-
-    # -- unicast --------------------------------------------------------------------------
-
-    def send_message(
-        self, dst: int, comm: int, epoch: int, tag: int, data: Any
-    ) -> asyncio.Future[None]:
+    def send(self, dst: int, key: MessageKey, data: Any) -> asyncio.Future[None]:
         sent: asyncio.Future[None] = self.loop.create_future()
-        key = ("u", self.node, comm, epoch, tag)
-        address = self.transport.net.host_addr[dst]
         transport = self.transport
+        address = transport.net.host_addr[dst]
 
         def go(payload: bytes | None, size: int) -> None:
             transport.traffic.unicasts[(self.node, dst, size)] += 1
@@ -271,18 +233,9 @@ class SimEngine:
         self._when_ready(data, go, sent)
         return sent
 
-    def incoming(self, src: int, comm: int, epoch: int, tag: int, size: int) -> SimIncoming:
-        return self._expect(("u", src, comm, epoch, tag), size, src)
-
-    def consume(self, msg: SimIncoming) -> None:
-        self.mailbox.pop(msg.key, None)
-
-    # -- multicast ------------------------------------------------------------------------
-
-    def mcast_send(self, comm: int, epoch: int, tree: int, data: Any) -> asyncio.Future[None]:
+    def multicast(self, tree: int, key: MessageKey, data: Any) -> asyncio.Future[None]:
         sent: asyncio.Future[None] = self.loop.create_future()
         kind = TREE_KINDS[wire.Tree(tree)]
-        key = ("m", self.node, comm, epoch, int(tree))
         transport = self.transport
 
         def go(payload: bytes | None, size: int) -> None:
@@ -295,36 +248,27 @@ class SimEngine:
         self._when_ready(data, go, sent)
         return sent
 
-    def mcast_publish(self, comm: int, epoch: int, tree: int, data: Any) -> asyncio.Future[None]:
-        """Published data stays for repairs in the real engine; here nothing needs repair."""
-        return self.mcast_send(comm, epoch, tree, data)
-
-    def mcast_withdraw(self, handle: Any) -> None:
-        pass
-
-    def mcast_incoming(self, root: int, comm: int, epoch: int, tree: int, size: int) -> SimIncoming:
-        return self._expect(("m", root, comm, epoch, int(tree)), size, root)
-
-    def request_missing(self, msg: SimIncoming, root: int) -> None:
-        pass  # nothing is missing in a lossless run, and a drop already dooms the run
-
-    # -- barrier --------------------------------------------------------------------------
-
-    def barrier_arrive(self, comm: int, epoch: int, timeout: float) -> asyncio.Future[None]:
-        key = barrier_key(comm, epoch)
+    def arrive(self, key: int) -> asyncio.Future[None]:
+        """One ARRIVE to this host's switch; done when the RELEASE comes back."""
         fut: asyncio.Future[None] = self.loop.create_future()
         self.barrier_waits[key] = fut
         self.transport.traffic.barriers += 1
         self.transport.sim.Arrive(self.index, key)
         return fut
 
-    def released(self, key: int) -> None:
-        fut = self.barrier_waits.pop(key, None)
-        self.released_epochs[key >> 16] = key & 0xFFFF
-        if fut is not None and not fut.done():
-            fut.set_result(None)
+    # -- receiving ------------------------------------------------------------------------
 
-    # -- internals ------------------------------------------------------------------------
+    def expect(self, key: MessageKey, size: int, peer: int) -> SimIncoming:
+        msg = self.mailbox.get(key)
+        if msg is None:
+            msg = SimIncoming(self.loop, key, size)
+            self.mailbox[key] = msg
+        elif msg.done.done() and msg.size != size:
+            raise SizeMismatch(peer, f"message {key}", size, msg.size)
+        return msg
+
+    def consume(self, msg: SimIncoming) -> None:
+        self.mailbox.pop(msg.key, None)
 
     def arrived(self, key: MessageKey, data: bytes | memoryview) -> None:
         msg = self.mailbox.get(key)
@@ -337,14 +281,12 @@ class SimEngine:
             return
         msg.arrive(data)
 
-    def _expect(self, key: MessageKey, size: int, peer: int) -> SimIncoming:
-        msg = self.mailbox.get(key)
-        if msg is None:
-            msg = SimIncoming(self.loop, key, size)
-            self.mailbox[key] = msg
-        elif msg.done.done() and msg.size != size:
-            raise SizeMismatch(peer, f"message {key}", size, msg.size)
-        return msg
+    def released(self, key: int) -> None:
+        fut = self.barrier_waits.pop(key, None)
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    # -- internals ------------------------------------------------------------------------
 
     def _when_ready(
         self, data: Any, go: Callable[[bytes | None, int], None], sent: asyncio.Future[None]

@@ -8,12 +8,19 @@ from collections.abc import Iterator
 import pytest
 
 from controller.topology import parse_spec
-from host_agents import algorithms
+from host_agents.collectives import algorithm_names
 from mininet_topos.ns3sim.accounting import predicted_link_bytes
 from mininet_topos.ns3sim.simulation import Simulation
 
-SIZES = {"bcast": 20000, "scatter": 1000, "allgather": 1500, "barrier": 0}
-CELLS = [(c, name) for c, table in algorithms.REGISTRY.items() for name in table]
+SIZES = {
+    "bcast": 20000,
+    "scatter": 1000,
+    "allgather": 1500,
+    "barrier": 0,
+    "allreduce": 4000,
+    "reduce": 4000,
+}
+CELLS = [(c, name) for c, names in algorithm_names().items() for name in names]
 
 
 @pytest.fixture(scope="module")

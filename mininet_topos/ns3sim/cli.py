@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import time
@@ -171,6 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULTS.switch_queue,
         help="packets per switch egress queue (drop-tail)",
     )
+    parser.add_argument(
+        "--placement",
+        choices=("linear", "random"),
+        default="linear",
+        help="ranks on hosts in node order (neighbouring ranks share a router, as make bench "
+        "places them) or shuffled by --seed (ranks spread over the machine, as a batch "
+        "scheduler may place them)",
+    )
     parser.add_argument("--out", type=Path, default=Path("results"))
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument(
@@ -197,15 +206,21 @@ def main(argv: list[str] | None = None) -> int:
         f"{params.describe()}",
         flush=True,
     )
+    members = tuple(h.node_id for h in topo.hosts)
+    if args.placement == "random":
+        shuffled = list(members)
+        random.Random(args.seed).shuffle(shuffled)
+        members = tuple(shuffled)
     try:
-        simulation = Simulation(topo, params, seed=args.seed, progress_every=args.progress)
+        simulation = Simulation(
+            topo, params, members=members, seed=args.seed, progress_every=args.progress
+        )
     except Ns3Unavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"*** network built in {simulation.build_s:.1f} s", flush=True)
     rows: list[Row] = []
     cells_meta: list[dict[str, Any]] = []
-    members = simulation.members
     failures = 0
     for collective, name, size in cells:
         try:
@@ -252,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         "topology": topo.shape.spec,
         "links": asdict(params),
         "root": args.root,
+        "placement": args.placement,
         "seed": args.seed,
         "build_s": simulation.build_s,
         "cells": cells_meta,

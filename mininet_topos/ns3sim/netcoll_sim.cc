@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <unordered_map>
@@ -416,6 +417,37 @@ class Sim
             c = DeviceCounter();
         }
         m_stackDrops = DeviceCounter();
+    }
+
+    // Segments hosts still owe: queued, or sent and not yet credited back.
+    uint64_t Outstanding() const
+    {
+        uint64_t total = 0;
+        for (uint32_t h = 0; h < m_out.size(); h++)
+        {
+            total += m_inFlight[h];
+            for (const Outgoing& o : m_out[h])
+            {
+                total += o.segments - o.next;
+            }
+        }
+        return total;
+    }
+
+    // After a failed collective (the network is idle): forget queued messages, windows that
+    // dropped packets never credited back, partly received messages and completions.
+    void ForgetTraffic()
+    {
+        for (auto& queue : m_out)
+        {
+            queue.clear();
+        }
+        std::fill(m_inFlight.begin(), m_inFlight.end(), 0);
+        for (auto& pending : m_rx)
+        {
+            pending.clear();
+        }
+        m_done.clear();
     }
 
     void Destroy()

@@ -182,6 +182,7 @@ class Transport:
     def reset(self) -> None:
         """Forget everything in flight after a failed collective (the network is idle)."""
         self.messages.clear()
+        self.sim.ForgetTraffic()
         for engine in self.endpoints.values():
             engine.mailbox.clear()
             engine.barrier_waits.clear()

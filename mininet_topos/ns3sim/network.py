@@ -3,7 +3,7 @@ multicast trees and barrier trees.
 
 Addresses: host ``h`` is 10.group.router.(local index + 1), so a router reaches a remote group
 by one /16 route and a router of its own group by one /24 (dragonfly minimal routing in
-89 routes per router at Df(6,12,6), where ns-3's global routing does not finish). Router
+83 prefixes per router at Df(6,12,6), where ns-3's global routing does not finish). Router
 interfaces take addresses outside 10/8, one per interface, all /32: every route names its
 interface, as a switch's table names its port.
 """

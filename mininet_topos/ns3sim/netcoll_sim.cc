@@ -150,7 +150,6 @@ class Sim
         m_inFlight.assign(hosts, 0);
         m_hostDevice.resize(hosts);
         m_barrier.resize(routers);
-        m_hostAddr.resize(hosts);
         for (uint32_t i = 0; i < hosts + routers; i++)
         {
             Ptr<Socket> s = Socket::CreateSocket(m_nodes.Get(i), UdpSocketFactory::GetTypeId());
@@ -173,7 +172,7 @@ class Sim
         NetDeviceContainer devices = helper.Install(m_nodes.Get(a), m_nodes.Get(b));
         if (kind == 0)
         {
-            // the host's send queue is its memory, not a switch buffer
+            // hosts queue whole messages themselves (Pump): their NIC holds a packet or two
             Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(devices.Get(0));
             dev->GetQueue()->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, m_hostQueue));
         }
@@ -195,7 +194,6 @@ class Sim
         }
         if (kind == 0)
         {
-            m_hostAddr[a] = Ipv4Address(addrA);
             m_hostDevice[a] = DynamicCast<PointToPointNetDevice>(devices.Get(0));
             HostPump& pump = m_pumps.emplace_back(HostPump{this, a});
             devices.Get(0)->TraceConnectWithoutContext("PhyTxEnd",
@@ -204,7 +202,7 @@ class Sim
         return link;
     }
 
-    // After every link exists (m_counters no longer moves): count bytes and drops per device.
+    // The IPv4 interface index of device d (2 * link for its a end, 2 * link + 1 for b).
     uint32_t Interface(uint32_t device) const
     {
         return m_ifaces[device];
@@ -357,13 +355,6 @@ class Sim
     bool Idle() const
     {
         return m_idle;
-    }
-
-    void SetScheduler(std::string type)
-    {
-        ObjectFactory factory;
-        factory.SetTypeId(type);
-        Simulator::SetScheduler(factory);
     }
 
     double Now() const
@@ -619,7 +610,7 @@ class Sim
 
     NodeContainer m_nodes;
     uint32_t m_hosts = 0;
-    uint32_t m_hostQueue = 1000000;
+    uint32_t m_hostQueue = 1000;
     std::string m_globalRate;
     std::string m_globalDelay;
     PointToPointHelper m_router;
@@ -632,7 +623,6 @@ class Sim
     std::vector<Ptr<PointToPointNetDevice>> m_hostDevice;
     uint32_t m_window = 64;
     DeviceCounter m_stackDrops;
-    std::vector<Ipv4Address> m_hostAddr;
     std::vector<Ipv4Address> m_routerOfHost;
     std::vector<std::unordered_map<uint64_t, uint32_t>> m_rx;
     std::vector<BarrierRouter> m_barrier;

@@ -36,7 +36,7 @@ from mininet_topos.ns3sim.transport import Transport
 COMM_ID = 1
 # Above this many bytes of algorithm buffers the run is hollow (see Simulation.hollow).
 EXACT_LIMIT = 2 << 30
-# Simulated seconds no single collective may exceed (CollCtx's op_timeout, in simulated time).
+# Simulated seconds no single collective may exceed (the communicator's op_timeout).
 SIM_TIMEOUT = 600.0
 
 

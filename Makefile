@@ -22,6 +22,8 @@ LAUNCH_ARGS ?= --collective bcast --algorithms innet,binomial --sizes 1,16384
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 RELIABILITY_ARGS ?=
+SIM_TOPO ?= df:2,4,2
+SIM_ARGS ?=
 TNA_INCLUDE_DIR ?=
 TNA_P4C ?=
 TNA_PROGRAM ?= p4src/tna/netcoll.p4
@@ -45,7 +47,7 @@ define run_pytest
 endef
 
 .PHONY: help deps doctor build build-tna run smoke launch test test-e2e test-e2e-subset test-reliability \
-        reliability bench lint \
+        reliability bench simulate lint \
         format stop clean need-venv need-bmv2 need-p4c
 
 help:
@@ -65,6 +67,7 @@ help:
 	@echo "  make test-reliability  the CI-sized fault and fuzzing tier (minutes)"
 	@echo "  make reliability  the full fault matrix on Df(2,4,2); writes docs/reliability.md"
 	@echo "  make bench        side-by-side timings; writes $(RESULTS_DIR)/"
+	@echo "  make simulate     the same collectives on an ns-3 dragonfly (SIM_TOPO, SIM_ARGS); writes $(RESULTS_DIR)/"
 	@echo "  make lint         ruff and mypy"
 	@echo "  make stop         remove every process, namespace and interface a run left behind"
 	@echo "  make clean        remove $(BUILD_DIR)/ and $(LOG_DIR)/"
@@ -135,7 +138,7 @@ stop:
 test: need-venv
 	@if [ -n "$(HAVE_P4C)" ]; then $(MAKE) --no-print-directory build; \
 	 else echo "note: $(P4C) not found; data-plane tests will skip"; fi
-	$(call run_pytest,-m "unit or dataplane")
+	$(call run_pytest,-m "unit or dataplane or simulation")
 
 test-e2e: need-venv need-bmv2 build
 	$(call run_pytest,-m e2e)
@@ -157,6 +160,11 @@ reliability: need-venv need-bmv2 build
 
 bench: need-venv need-bmv2 build
 	$(PY) -m mininet_topos.bench --out $(RESULTS_DIR) $(BENCH_ARGS)
+
+# The collectives on ns-3 instead of BMv2 (no root, no BMv2): make simulate SIM_TOPO=df:6,12,6
+# SIM_ARGS='--run scatter:tree,lin:1024'. docs/scale.md.
+simulate: need-venv
+	$(PY) -m mininet_topos.ns3sim --topo $(SIM_TOPO) --out $(RESULTS_DIR) $(SIM_ARGS)
 
 lint: need-venv
 	$(PY) -m ruff check controller mininet_topos host_agents tests

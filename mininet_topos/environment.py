@@ -529,6 +529,18 @@ def plan_deps(
         )
     )
 
+    # ns-3 for `make simulate`: wheels exist for some Pythons and platforms only, so a
+    # failure here is reported and the rest of the project still installs
+    plan.steps.append(
+        Step(
+            "install ns-3 (optional, for make simulate)",
+            [venv_python, "-m", "pip", "install", "-e", ".[sim]"],
+            skip_reason=up_to_date,
+            cwd=str(repo_root),
+            timeout=PIP_TIMEOUT,
+        )
+    )
+
     def write_stamp() -> None:
         stamp_path.write_text(venv_stamp(pyproject, interpreter, version), encoding="utf-8")
 

@@ -1,0 +1,5 @@
+import sys
+
+from mininet_topos.ns3sim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,234 @@
+"""The controller's topology as an ns-3 network: nodes, point-to-point links, minimal routes,
+multicast trees and barrier trees.
+
+Addresses: host ``h`` is 10.group.router.(local index + 1), so a router reaches a remote group
+by one /16 route and a router of its own group by one /24 (dragonfly minimal routing in
+83 prefixes per router at Df(6,12,6), where ns-3's global routing does not finish). Router
+interfaces take addresses outside 10/8, one per interface, all /32: every route names its
+interface, as a switch's table names its port.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller import routing
+from controller.topology import Topology
+from controller.trees import Tree
+from mininet_topos.ns3sim.loader import load
+
+ROUTER_ADDRESS_BASE = int(ipaddress.IPv4Address("11.0.0.0"))
+MULTICAST_BASE = int(ipaddress.IPv4Address("232.0.0.0"))
+HOST_LINK, LOCAL_LINK, GLOBAL_LINK = 0, 1, 2
+LINK_KIND = {"local": LOCAL_LINK, "line": LOCAL_LINK, "global": GLOBAL_LINK}
+
+
+@dataclass(frozen=True, slots=True)
+class LinkParams:
+    """Rates, latencies and the switch queue. The rates are seed 004's (5.25 GiB/s terminal and
+    local links, 4.7 GiB/s global links, in ns-3's bits per second)."""
+
+    rate: str = "45.1Gbps"  # host and local links
+    global_rate: str = "40.4Gbps"
+    delay: str = "100ns"  # per link, propagation
+    global_delay: str = "100ns"
+    switch_queue: int = 1000  # packets per switch egress port (drop-tail)
+    host_queue: int = 1000  # packets; hosts queue messages, their NIC holds a packet or two
+    window: int = 64  # unicast segments a host keeps on their way (the engine's message_window)
+
+    def describe(self) -> str:
+        return (
+            f"links {self.rate}/{self.delay}, global {self.global_rate}/{self.global_delay}, "
+            f"switch queues {self.switch_queue} packets, host window {self.window} segments"
+        )
+
+
+def host_address(topo: Topology, node: int) -> int:
+    host = topo.host_by_node(node)
+    return int(ipaddress.IPv4Address(f"10.{host.group}.{host.router}.{host.local_index + 1}"))
+
+
+def dotted(address: int) -> str:
+    return str(ipaddress.IPv4Address(address))
+
+
+@dataclass(slots=True)
+class SimNetwork:
+    """One ns-3 network built from a topology; device indices and addresses for the rest."""
+
+    topo: Topology
+    params: LinkParams
+    sim: Any = None  # netcoll_sim::Sim
+    host_index: dict[int, int] = field(default_factory=dict)  # node id -> ns-3 node index
+    host_addr: dict[int, int] = field(default_factory=dict)  # node id -> address
+    # (switch, port) -> (device index at the switch, device index at the far end, far address,
+    # switch's interface); the far end is a host or a switch
+    port_devices: dict[tuple[int, int], tuple[int, int, int, int]] = field(default_factory=dict)
+    host_device: dict[int, int] = field(default_factory=dict)  # node id -> its device index
+    switch_addr: dict[tuple[int, int], int] = field(default_factory=dict)  # (switch, port) -> addr
+    trees_installed: set[tuple[str, int]] = field(default_factory=set)
+
+    @classmethod
+    def build(cls, topo: Topology, params: LinkParams) -> SimNetwork:
+        _, nc = load()
+        net = cls(topo, params, nc.Sim())
+        net._build()
+        return net
+
+    def router_node(self, switch: int) -> int:
+        return self.topo.num_hosts + switch
+
+    def _build(self) -> None:
+        topo, sim, p = self.topo, self.sim, self.params
+        sim.Configure(p.rate, p.delay, p.switch_queue, p.host_queue, p.window)
+        sim.SetGlobalRate(p.global_rate, p.global_delay)
+        sim.CreateNodes(topo.num_hosts, topo.num_switches)
+        next_router_addr = ROUTER_ADDRESS_BASE
+        for index, host in enumerate(topo.hosts):
+            self.host_index[host.node_id] = index
+            addr = host_address(topo, host.node_id)
+            self.host_addr[host.node_id] = addr
+            link = sim.AddLink(
+                index, self.router_node(host.switch), HOST_LINK, addr, next_router_addr
+            )
+            self.host_device[host.node_id] = 2 * link
+            self.port_devices[(host.switch, host.port)] = (
+                2 * link + 1,
+                2 * link,
+                addr,
+                sim.Interface(2 * link + 1),
+            )
+            self.switch_addr[(host.switch, host.port)] = next_router_addr
+            sim.SetHostDefaults(index, sim.Interface(2 * link))
+            sim.SetRouterOfHost(index, next_router_addr)
+            next_router_addr += 1
+        for link_info in topo.links:
+            a_addr, b_addr = next_router_addr, next_router_addr + 1
+            next_router_addr += 2
+            link = sim.AddLink(
+                self.router_node(link_info.a),
+                self.router_node(link_info.b),
+                LINK_KIND[link_info.kind],
+                a_addr,
+                b_addr,
+            )
+            self.port_devices[(link_info.a, link_info.a_port)] = (
+                2 * link,
+                2 * link + 1,
+                b_addr,
+                sim.Interface(2 * link),
+            )
+            self.port_devices[(link_info.b, link_info.b_port)] = (
+                2 * link + 1,
+                2 * link,
+                a_addr,
+                sim.Interface(2 * link + 1),
+            )
+            self.switch_addr[(link_info.a, link_info.a_port)] = a_addr
+            self.switch_addr[(link_info.b, link_info.b_port)] = b_addr
+        for switch in range(topo.num_switches):
+            self._install_routes(switch)
+
+    def _interface(self, switch: int, port: int) -> int:
+        return int(self.port_devices[(switch, port)][3])
+
+    def _install_routes(self, switch: int) -> None:
+        """Minimal routes, as controller.routing computes them, aggregated by prefix."""
+        topo, sim = self.topo, self.sim
+        node = self.router_node(switch)
+        here = topo.switch(switch)
+        for port, info in topo.ports(switch).items():
+            if info.kind == "host":
+                host = topo.host_at_port(switch, port)
+                assert host is not None
+                sim.AddHostRoute(node, self.host_addr[host.node_id], self._interface(switch, port))
+            elif info.kind != "mgmt":
+                # the neighbour's interface address, for barrier messages between routers
+                sim.AddHostRoute(
+                    node, self.port_devices[(switch, port)][2], self._interface(switch, port)
+                )
+        by_group: dict[int, list[int]] = {}
+        for switch_info in topo.switches:
+            by_group.setdefault(switch_info.group, []).append(switch_info.index)
+        for group, members in by_group.items():
+            if group != here.group:
+                # the first hop toward a group is the same for all of its routers
+                target = members[0]
+                port = topo.port_to(switch, routing.next_switch(topo, switch, target))
+                net = int(ipaddress.IPv4Address(f"10.{group}.0.0"))
+                sim.AddNetworkRoute(node, net, 0xFFFF0000, self._interface(switch, port))
+                continue
+            for other in members:
+                if other == switch:
+                    continue
+                router = topo.switch(other).router
+                port = topo.port_to(switch, routing.next_switch(topo, switch, other))
+                net = int(ipaddress.IPv4Address(f"10.{group}.{router}.0"))
+                sim.AddNetworkRoute(node, net, 0xFFFFFF00, self._interface(switch, port))
+
+    # -- trees ------------------------------------------------------------------------------
+
+    def group_address(self, kind: str, root: int) -> int:
+        """One multicast group per (tree kind, root): ns-3's static multicast routes match the
+        group and the input interface but not the origin, so roots cannot share a group."""
+        kinds = ("innet", "ragasa_spread", "ragasa_group")
+        return MULTICAST_BASE + (kinds.index(kind) << 16) + self.host_index[root] + 1
+
+    def install_tree(self, tree: Tree) -> None:
+        """A broadcast tree as static multicast routes: at each switch, packets from the root
+        arriving by the parent port go out of exactly the child ports (ns-3 checks the input
+        interface the way our switches check the parent port)."""
+        key = (tree.kind, tree.root_node)
+        if key in self.trees_installed:
+            return
+        self.trees_installed.add(key)
+        origin = self.host_addr[tree.root_node]
+        group = self.group_address(tree.kind, tree.root_node)
+        for switch, node in tree.nodes.items():
+            outputs = [self._interface(switch, port) for port in node.child_ports]
+            self.sim.AddMulticastRoute(
+                self.router_node(switch),
+                origin,
+                group,
+                self._interface(switch, node.parent_port),
+                outputs,
+            )
+
+    def install_barrier(self, tree: Tree) -> None:
+        """Barrier counting state of every switch of a switch-rooted tree."""
+        for switch, node in tree.nodes.items():
+            parent = tree.parent_switch(switch)
+            parent_addr = 0 if parent is None else self.port_devices[(switch, node.parent_port)][2]
+            r = switch
+            self.sim.BarrierRouterSet(r, len(node.child_ports), parent is None, parent_addr)
+            for port in node.child_ports:
+                self.sim.BarrierRouterChild(r, self.port_devices[(switch, port)][2])
+
+    # -- counters ---------------------------------------------------------------------------
+
+    def link_counters(self) -> dict[tuple[int, int], tuple[int, int, int]]:
+        """(packets, payload bytes, wire bytes) per link direction, keyed like
+        host_agents.fabric: (switch, port) for what a switch sends out of a port, (-1, node)
+        for what a host sends."""
+        out: dict[tuple[int, int], tuple[int, int, int]] = {}
+        sim = self.sim
+        for (switch, port), (device, _, _, _) in self.port_devices.items():
+            out[(switch, port)] = (
+                int(sim.DevicePackets(device)),
+                int(sim.DevicePayload(device)),
+                int(sim.DeviceWire(device)),
+            )
+        for node, device in self.host_device.items():
+            out[(-1, node)] = (
+                int(sim.DevicePackets(device)),
+                int(sim.DevicePayload(device)),
+                int(sim.DeviceWire(device)),
+            )
+        return out
+
+    def drops(self) -> int:
+        """Packets lost to full queues since the counters were last reset."""
+        devices = sum(int(self.sim.DeviceDrops(d)) for d in range(int(self.sim.Devices())))
+        return devices + int(self.sim.StackDrops())

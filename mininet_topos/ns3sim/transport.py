@@ -1,0 +1,316 @@
+"""The host side of the simulation: every host's endpoint over one shared ns-3 network.
+
+A :class:`HostEndpoint` sends and receives *messages* named by keys (a unicast by its sender,
+communicator, epoch and tag; a multicast by its root, communicator, epoch and tree) and arrives
+at switch barriers, as the real agent's engine does; :class:`mininet_topos.ns3sim.context.
+SimContext` puts the collective context on top. The simulated network is lossless unless a
+switch queue overflows (then the messages that lost a packet never complete and the run stops
+naming the drops), so there are no ACKs, retransmissions or repairs: a send completes when its
+receivers hold the message. Payload bytes travel beside ns-3, which carries their size: a
+receiver gets a message's bytes when its last segment arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller import trees, wire
+from host_agents.engine import EngineError, SizeMismatch
+from mininet_topos.ns3sim.network import SimNetwork
+
+RELEASE_FLAG = 1 << 47
+HOST_SHIFT = 48
+MESSAGE_MASK = (1 << HOST_SHIFT) - 1
+TREE_KINDS = {
+    wire.Tree.INNET: trees.TREE_INNET,
+    wire.Tree.RAGASA_SPREAD: trees.TREE_RAGASA_SPREAD,
+    wire.Tree.RAGASA_GROUP: trees.TREE_RAGASA_GROUP,
+}
+MessageKey = tuple[Any, ...]
+
+
+class SimIncoming:
+    """A message a host waits for: ``done`` resolves to its bytes when the last segment lands."""
+
+    __slots__ = ("data", "done", "key", "n_received", "seg_count", "size")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, key: MessageKey, size: int) -> None:
+        self.key = key
+        self.size = size
+        self.seg_count = max(1, -(-size // wire.MAX_PAYLOAD))
+        self.n_received = 0
+        self.data: bytes | memoryview = b""
+        self.done: asyncio.Future[bytes | memoryview] = loop.create_future()
+
+    def arrive(self, data: bytes | memoryview) -> None:
+        # handed over as they are, without a copy: the algorithms only copy out of it
+        self.data = data
+        self.n_received = self.seg_count
+        if not self.done.done():
+            self.done.set_result(self.data)
+
+
+@dataclass(slots=True)
+class _Message:
+    key: MessageKey
+    data: bytes | None  # None in a hollow run: only the size travels
+    size: int
+    receivers: int  # completions still to come
+    sent: asyncio.Future[None] | None
+
+
+@dataclass(slots=True)
+class Traffic:
+    """What the algorithms asked the network to carry, for the link-byte prediction."""
+
+    unicasts: Counter[tuple[int, int, int]] = field(default_factory=Counter)  # (src, dst, bytes)
+    multicasts: Counter[tuple[str, int, int]] = field(default_factory=Counter)  # (kind, root, B)
+    barriers: int = 0
+
+    def clear(self) -> None:
+        self.unicasts.clear()
+        self.multicasts.clear()
+        self.barriers = 0
+
+
+class Transport:
+    """Every host's endpoint, the message registry and the hand-over of completions."""
+
+    def __init__(self, net: SimNetwork, loop: asyncio.AbstractEventLoop) -> None:
+        self.net = net
+        self.sim = net.sim
+        self.loop = loop
+        self.endpoints: dict[int, HostEndpoint] = {}
+        self.by_index: dict[int, HostEndpoint] = {}
+        self.messages: dict[int, _Message] = {}
+        self.next_id = 1
+        self.members: tuple[int, ...] = ()
+        self.traffic = Traffic()
+        self.tree_cache: dict[tuple[str, int], trees.Tree] = {}
+        self.hollow = False  # payloads not carried (see Simulation.hollow)
+        self._zeros: dict[int, memoryview] = {}
+
+    def endpoint(self, node: int) -> HostEndpoint:
+        if node not in self.endpoints:
+            endpoint = HostEndpoint(self, node)
+            self.endpoints[node] = endpoint
+            self.by_index[self.net.host_index[node]] = endpoint
+        return self.endpoints[node]
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def send(
+        self,
+        src: int,
+        dst_address: int,
+        key: MessageKey,
+        data: bytes | None,
+        size: int,
+        receivers: int,
+        sent: asyncio.Future[None] | None,
+    ) -> None:
+        msg_id = self.next_id
+        self.next_id += 1
+        if receivers == 0:
+            if sent is not None and not sent.done():
+                sent.set_result(None)
+            return
+        self.messages[msg_id] = _Message(key, data, size, receivers, sent)
+        self.sim.Send(self.net.host_index[src], dst_address, msg_id, size)
+
+    def zeros(self, size: int) -> memoryview:
+        """What a hollow message delivers: one shared zero-filled view per size (a view, as
+        hollow buffers are numpy arrays, which take slices of a view but not of bytes)."""
+        out = self._zeros.get(size)
+        if out is None:
+            out = self._zeros[size] = memoryview(bytes(size))
+        return out
+
+    def tree(self, kind: str, root: int) -> trees.Tree:
+        """The controller's tree of ``kind`` from ``root`` over the communicator, installed in
+        the ns-3 routers on first use."""
+        cached = self.tree_cache.get((kind, root))
+        if cached is not None:
+            return cached
+        topo, members = self.net.topo, self.members
+        if kind == trees.TREE_INNET:
+            tree = trees.innet_tree(topo, members, root)
+        elif kind == trees.TREE_RAGASA_GROUP:
+            tree = trees.ragasa_group_tree(topo, members, root)
+        else:
+            tree = trees.ragasa_trees(topo, members, root).spread
+        self.net.install_tree(tree)
+        self.tree_cache[(kind, root)] = tree
+        return tree
+
+    # -- completions --------------------------------------------------------------------------
+
+    def deliver(self) -> None:
+        """Hand every message completed since the last call to its receiver."""
+        for value in self.sim.TakeDone():
+            value = int(value)
+            host, msg_id = value >> HOST_SHIFT, value & MESSAGE_MASK
+            engine = self.by_index[host]
+            if msg_id & RELEASE_FLAG:
+                engine.released(msg_id & ~RELEASE_FLAG)
+                continue
+            msg = self.messages[msg_id]
+            engine.arrived(msg.key, msg.data if msg.data is not None else self.zeros(msg.size))
+            msg.receivers -= 1
+            if msg.receivers == 0:
+                del self.messages[msg_id]
+                if msg.sent is not None and not msg.sent.done():
+                    msg.sent.set_result(None)
+
+    def lost(self) -> str:
+        """With the network idle: why messages still owed to receivers never arrive, or ''."""
+        if not self.messages:
+            return ""
+        drops = self.net.drops()
+        why = (
+            f"{drops} packets were dropped by full switch queues "
+            f"(--switch-queue {self.net.params.switch_queue} packets; raise it)"
+            if drops
+            else "no packet was dropped, so a route or tree is wrong"
+        )
+        return f"{len(self.messages)} messages can no longer arrive: {why}"
+
+    def reset(self) -> None:
+        """Forget everything in flight after a failed collective (the network is idle)."""
+        self.messages.clear()
+        self.sim.ForgetTraffic()
+        for engine in self.endpoints.values():
+            engine.mailbox.clear()
+            engine.barrier_waits.clear()
+
+    def waiting(self) -> str:
+        """Who waits for what, for a stall report."""
+        parts = []
+        for node, engine in self.endpoints.items():
+            keys = [k for k, m in engine.mailbox.items() if not m.done.done()]
+            if keys or engine.barrier_waits:
+                parts.append(f"node {node} waits for {keys[:2] or list(engine.barrier_waits)[:2]}")
+            if len(parts) == 4:
+                break
+        drops = self.net.drops()
+        hint = (
+            f"; {drops} packets were dropped by full switch queues (raise --switch-queue)"
+            if drops
+            else ""
+        )
+        return ", ".join(parts) + hint
+
+
+def barrier_key(comm: int, epoch: int) -> int:
+    return ((comm & 0xFFFF) << 16) | (epoch & 0xFFFF)
+
+
+class HostEndpoint:
+    """One host's messages and barrier arrivals (what the real agent's engine does for it)."""
+
+    def __init__(self, transport: Transport, node: int) -> None:
+        self.transport = transport
+        self.node = node
+        self.index = transport.net.host_index[node]
+        self.loop = transport.loop
+        self.mailbox: dict[MessageKey, SimIncoming] = {}
+        self.barrier_waits: dict[int, asyncio.Future[None]] = {}
+
+    # -- sending --------------------------------------------------------------------------
+
+    def send(self, dst: int, key: MessageKey, data: Any) -> asyncio.Future[None]:
+        sent: asyncio.Future[None] = self.loop.create_future()
+        transport = self.transport
+        address = transport.net.host_addr[dst]
+
+        def go(payload: bytes | None, size: int) -> None:
+            transport.traffic.unicasts[(self.node, dst, size)] += 1
+            transport.send(self.node, address, key, payload, size, 1, sent)
+
+        self._when_ready(data, go, sent)
+        return sent
+
+    def multicast(self, tree: int, key: MessageKey, data: Any) -> asyncio.Future[None]:
+        sent: asyncio.Future[None] = self.loop.create_future()
+        kind = TREE_KINDS[wire.Tree(tree)]
+        transport = self.transport
+
+        def go(payload: bytes | None, size: int) -> None:
+            routed = transport.tree(kind, self.node)
+            receivers = len(routed.expected_hosts())
+            transport.traffic.multicasts[(kind, self.node, size)] += 1
+            address = transport.net.group_address(kind, self.node)
+            transport.send(self.node, address, key, payload, size, receivers, sent)
+
+        self._when_ready(data, go, sent)
+        return sent
+
+    def arrive(self, key: int) -> asyncio.Future[None]:
+        """One ARRIVE to this host's switch; done when the RELEASE comes back."""
+        fut: asyncio.Future[None] = self.loop.create_future()
+        self.barrier_waits[key] = fut
+        self.transport.traffic.barriers += 1
+        self.transport.sim.Arrive(self.index, key)
+        return fut
+
+    # -- receiving ------------------------------------------------------------------------
+
+    def expect(self, key: MessageKey, size: int, peer: int) -> SimIncoming:
+        msg = self.mailbox.get(key)
+        if msg is None:
+            msg = SimIncoming(self.loop, key, size)
+            self.mailbox[key] = msg
+        elif msg.done.done() and msg.size != size:
+            raise SizeMismatch(peer, f"message {key}", size, msg.size)
+        return msg
+
+    def consume(self, msg: SimIncoming) -> None:
+        self.mailbox.pop(msg.key, None)
+
+    def arrived(self, key: MessageKey, data: bytes | memoryview) -> None:
+        msg = self.mailbox.get(key)
+        if msg is None:  # before the receiver asked: keep it until it does
+            msg = SimIncoming(self.loop, key, len(data))
+            self.mailbox[key] = msg
+        elif msg.size != len(data):
+            if not msg.done.done():
+                msg.done.set_exception(SizeMismatch(key[1], f"message {key}", msg.size, len(data)))
+            return
+        msg.arrive(data)
+
+    def released(self, key: int) -> None:
+        fut = self.barrier_waits.pop(key, None)
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _when_ready(
+        self, data: Any, go: Callable[[bytes | None, int], None], sent: asyncio.Future[None]
+    ) -> None:
+        """Send ``data`` now, or, when it is a message still arriving here (a relay), once it
+        has arrived: store and forward, where the real engine forwards segment by segment."""
+        hollow = self.transport.hollow
+        if isinstance(data, SimIncoming):
+            if data.done.done():
+                go(None if hollow else bytes(data.data), data.size)
+                return
+
+            def later(done: asyncio.Future[bytes | memoryview]) -> None:
+                if done.cancelled() or done.exception() is not None:
+                    if not sent.done():
+                        sent.set_exception(EngineError("the relayed message never arrived"))
+                    return
+                go(None if hollow else bytes(done.result()), data.size)
+
+            data.done.add_done_callback(later)
+            return
+        if hollow:
+            go(None, memoryview(data).nbytes)
+        else:
+            payload = bytes(data)
+            go(payload, len(payload))

@@ -1,0 +1,71 @@
+"""Every collective algorithm on a simulated Df(2,2,1): byte-exact results, and every link
+carrying exactly what the controller's routes and trees predict for the messages sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from controller.topology import parse_spec
+from host_agents.collectives import algorithm_names
+from mininet_topos.ns3sim.accounting import predicted_link_bytes
+from mininet_topos.ns3sim.context import NOT_SIMULATED
+from mininet_topos.ns3sim.simulation import Simulation
+
+SIZES = {
+    "bcast": 20000,
+    "scatter": 1000,
+    "allgather": 1500,
+    "barrier": 0,
+    "allreduce": 4000,
+    "reduce": 4000,
+}
+CELLS = [
+    (c, name)
+    for c, names in algorithm_names().items()
+    for name in names
+    if (c, name) not in NOT_SIMULATED
+]
+
+
+@pytest.fixture(scope="module")
+def simulation() -> Iterator[Simulation]:
+    sim = Simulation(parse_spec("df:2,2,1"), seed=7, progress_every=0)
+    yield sim
+    sim.close()
+
+
+@pytest.mark.parametrize(("collective", "algorithm"), CELLS)
+def test_every_rank_gets_the_right_bytes(
+    simulation: Simulation, collective: str, algorithm: str
+) -> None:
+    outcome = simulation.run(collective, algorithm, SIZES[collective], root=3)
+    assert outcome.checked == "bytes"
+    assert outcome.wrong == 0
+    assert outcome.drops == 0
+    assert len(outcome.times_us) == 12 and min(outcome.times_us) > 0
+
+
+@pytest.mark.parametrize(("collective", "algorithm"), CELLS)
+def test_each_link_carries_what_routes_and_trees_predict(
+    simulation: Simulation, collective: str, algorithm: str
+) -> None:
+    outcome = simulation.run(collective, algorithm, SIZES[collective], root=5)
+    predicted = predicted_link_bytes(
+        simulation.topo,
+        simulation.members,
+        simulation.transport.traffic,
+        simulation.transport.tree_cache,
+    )
+    assert dict(predicted) == outcome.per_link
+    assert outcome.link_bytes == sum(predicted.values()) > 0
+
+
+def test_the_in_network_broadcast_meets_the_physical_minimum(simulation: Simulation) -> None:
+    # each of the 5 tree links and 12 host links carries each of the 14 segments once
+    outcome = simulation.run("bcast", "innet", 20000, root=0)
+    assert outcome.packets == 14 * (1 + 5 + 11)
+    binomial = simulation.run("bcast", "binomial", 20000, root=0)
+    assert binomial.link_bytes > outcome.link_bytes
+    assert binomial.avg_us > outcome.avg_us

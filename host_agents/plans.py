@@ -13,11 +13,11 @@ call the collective.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from controller import trees, wire
+from controller.topology import members_by_group
 from host_agents.directory import Directory
 
 
@@ -86,14 +86,12 @@ def direct_plan(root: int, receivers: tuple[int, ...]) -> McastPlan:
 
 
 def innet_plan(directory: Directory, members: tuple[int, ...], root: int) -> McastPlan:
-    by_group: dict[int, list[int]] = defaultdict(list)
-    for m in members:
-        by_group[directory.group_of(m)].append(m)
+    by_group = members_by_group(members, directory.group_of)
     root_group = directory.group_of(root)
     ack_target: dict[int, int] = {}
     aggregates: dict[int, tuple[int, ...]] = {}
     sources: list[int] = []
-    for group, group_members in sorted(by_group.items()):
+    for group, group_members in by_group.items():
         if group == root_group:
             others = tuple(sorted(m for m in group_members if m != root))
             if others:
@@ -115,5 +113,5 @@ def ragasa_relays(directory: Directory, members: tuple[int, ...], root: int) -> 
     if topo is None:
         raise ValueError("Ragasa needs the topology to choose relays")
     root_group = directory.group_of(root)
-    groups = sorted({directory.group_of(m) for m in members} - {root_group})
+    groups = [g for g in members_by_group(members, directory.group_of) if g != root_group]
     return tuple(trees.ragasa_relay(topo, members, root, g) for g in groups)

@@ -174,15 +174,12 @@ class Topology:
         hosts: Iterable[HostInfo],
         links: Iterable[Link],
         management: Management,
-        runtime: Mapping[str, Any] | None = None,
     ) -> None:
         self.shape = shape
         self.switches: tuple[SwitchInfo, ...] = tuple(switches)
         self.hosts: tuple[HostInfo, ...] = tuple(sorted(hosts, key=lambda h: h.node_id))
         self.links: tuple[Link, ...] = tuple(links)
         self.management = management
-        # Free-form fields the Mininet launcher adds (interface names, PIDs...): round-tripped.
-        self.runtime: dict[str, Any] = dict(runtime or {})
 
         for position, switch in enumerate(self.switches):
             if switch.index != position:
@@ -480,7 +477,6 @@ class Topology:
                 "ip": self.management.ip,
             },
             "router_edges": [list(edge) for edge in self.router_edges()],
-            "runtime": self.runtime,
         }
 
     @classmethod
@@ -500,7 +496,6 @@ class Topology:
                 hosts=[HostInfo(**h) for h in data["hosts"]],
                 links=[Link(**lk) for lk in data["links"]],
                 management=Management(**data["management"]),
-                runtime=data.get("runtime") or {},
             )
         except (KeyError, TypeError) as exc:
             raise TopologyError(f"malformed topology document: {exc!r}") from exc
@@ -538,10 +533,9 @@ class Topology:
             and self.hosts == other.hosts
             and self.links == other.links
             and self.management == other.management
-            and self.runtime == other.runtime
         )
 
-    __hash__ = None  # type: ignore[assignment]  # mutable runtime dict: not hashable
+    __hash__ = None  # type: ignore[assignment]  # compared by value, never used as a key
 
     def __repr__(self) -> str:
         return (

@@ -151,6 +151,10 @@ class NetcollNetwork:
         return self.options.run_dir / "topology.json"
 
     @property
+    def network_file(self) -> Path:
+        return self.options.run_dir / "network.json"
+
+    @property
     def service_path(self) -> Path:
         return self.options.run_dir / "service.sock"
 
@@ -377,7 +381,8 @@ class NetcollNetwork:
 
     def _write_topology(self) -> None:
         assert self.mininet is not None
-        self.topo.runtime = {
+        realised = {
+            "topology": self.topology_file.name,
             "switches": {
                 sw.name: {
                     "grpc": sw.grpc_address,
@@ -391,6 +396,8 @@ class NetcollNetwork:
             "service": str(self.service_path),
         }
         self.topo.save(self.topology_file)
+        # the realised network (endpoints, interfaces), for tools outside netcoll to read
+        self.network_file.write_text(json.dumps(realised, indent=1))
         self.topo.write_router_edges(self.options.run_dir / "routers.edges")
 
     # -- use ---------------------------------------------------------------------------------

@@ -73,13 +73,15 @@ class Impairment:
         return (1 - bad) * self.loss + bad * self.burst_loss
 
     def describe(self) -> str:
-        parts = [f"loss {self.loss:.0%}"] if not self.bursty() else []
+        parts = []
         if self.bursty():
             parts.append(
                 f"bursty loss {self.mean_loss():.1%} on average (bursts of "
                 f"{1 / self.burst_exit:.0f} frames on average losing {self.burst_loss:.0%}, "
                 f"{self.loss:.0%} between)"
             )
+        elif self.loss or not self.flaps():
+            parts.append(f"loss {self.loss:.0%}")
         if self.duplicate:
             parts.append(f"duplicate {self.duplicate:.0%}")
         if self.reorder:

@@ -7,7 +7,12 @@ seeded with (seed, link, direction), so the same frames meet the same faults on 
   added delay, each with its own probability;
 * bursty loss, the Gilbert-Elliott model: the link is in a good or a bad state, moves from good
   to bad with probability ``burst_enter`` and back with ``burst_exit`` at each frame, and loses
-  a frame with probability ``loss`` in the good state and ``burst_loss`` in the bad one;
+  a frame with probability ``loss`` in the good state and ``burst_loss`` in the bad one. An
+  emulated link is idle between a protocol's frames, so a burst counted in frames alone would
+  swallow a retransmission seconds later as surely as the next frame; with ``burst_tick`` the
+  chain also takes one step per that many seconds between frames, as if a busy fabric's other
+  traffic passed, so a burst of a few frames lasts a few ticks on an idle link (0: frames only,
+  netem's model);
 * a link flap: ``down_after`` seconds after the setting is applied the link goes down for
   ``down_for`` seconds (every frame lost), then comes back; with ``down_every`` it goes down
   again at that period.
@@ -37,6 +42,7 @@ class Impairment:
     burst_enter: float = 0.0  # Gilbert-Elliott: probability per frame of good -> bad
     burst_exit: float = 0.0  # probability per frame of bad -> good (1 / mean burst length)
     burst_loss: float = 1.0  # probability a frame is lost in the bad state
+    burst_tick: float = 0.0  # the chain also steps once per this many idle seconds; 0: never
     down_after: float = 0.0  # link flap: seconds from the setting until the link goes down
     down_for: float = 0.0  # seconds the link stays down; 0: it never goes down
     down_every: float = 0.0  # the flap repeats with this period, seconds; 0: once
@@ -44,7 +50,14 @@ class Impairment:
     def __post_init__(self) -> None:
         for name in ("loss", "duplicate", "reorder", "burst_enter", "burst_exit", "burst_loss"):
             _check_probability(name, getattr(self, name))
-        for name in ("reorder_delay", "delay", "down_after", "down_for", "down_every"):
+        for name in (
+            "reorder_delay",
+            "delay",
+            "burst_tick",
+            "down_after",
+            "down_for",
+            "down_every",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} = {getattr(self, name)}: must not be negative")
         if self.burst_enter and not self.burst_exit:
@@ -78,7 +91,9 @@ class Impairment:
             parts.append(
                 f"bursty loss {self.mean_loss():.1%} on average (bursts of "
                 f"{1 / self.burst_exit:.0f} frames on average losing {self.burst_loss:.0%}, "
-                f"{self.loss:.0%} between)"
+                f"{self.loss:.0%} between"
+                + (f"; one step per {self.burst_tick * 1e3:g} ms idle" if self.burst_tick else "")
+                + ")"
             )
         elif self.loss or not self.flaps():
             parts.append(f"loss {self.loss:.0%}")
@@ -103,6 +118,7 @@ class LinkFaults:
         "duplicated",
         "forwarded",
         "impairment",
+        "last",
         "lost",
         "overflow",
         "reordered",
@@ -115,6 +131,7 @@ class LinkFaults:
         self.impairment = impairment or Impairment()
         self.since = now  # when the impairment was applied: the flap schedule starts here
         self.bad = False  # Gilbert-Elliott state
+        self.last = now  # when the previous frame came: idle ticks count from there
         self.forwarded = 0
         self.lost = 0  # every frame the link did not deliver, whatever the cause
         self.down_lost = 0  # of those, lost while the link was down
@@ -127,6 +144,7 @@ class LinkFaults:
         for a given sequence of settings), the Gilbert-Elliott state starts good."""
         self.impairment = impairment
         self.since = now
+        self.last = now
         self.bad = False
 
     def is_down(self, now: float) -> bool:
@@ -140,6 +158,21 @@ class LinkFaults:
             elapsed %= impairment.down_every
         return elapsed < impairment.down_for
 
+    def _bad_chance(self, now: float) -> float:
+        """The chance the chain is in the bad state at this frame: one step, plus one per
+        ``burst_tick`` idle seconds since the previous frame (closed form of n steps)."""
+        impairment = self.impairment
+        enter, leave = impairment.burst_enter, impairment.burst_exit
+        steps = 1
+        if impairment.burst_tick:
+            steps += int(max(0.0, now - self.last) / impairment.burst_tick)
+        self.last = now
+        stationary = enter / (enter + leave)
+        memory = (1.0 - enter - leave) ** steps
+        if self.bad:
+            return stationary + (1.0 - stationary) * memory
+        return stationary * (1.0 - memory)
+
     def fate(self, now: float) -> tuple[float, ...]:
         """The delay of each copy of a frame arriving at ``now``: () when it is lost,
         (0.0,) when it goes straight through. Draws from the generator in a fixed order, so
@@ -152,10 +185,7 @@ class LinkFaults:
         rng = self.rng
         loss = impairment.loss
         if impairment.burst_enter:
-            if self.bad:
-                self.bad = rng.random() >= impairment.burst_exit
-            else:
-                self.bad = rng.random() < impairment.burst_enter
+            self.bad = rng.random() < self._bad_chance(now)
             if self.bad:
                 loss = impairment.burst_loss
         if loss and rng.random() < loss:

@@ -15,7 +15,10 @@ from mininet_topos.network import NetcollNetwork
 
 pytestmark = pytest.mark.reliability
 
-BURSTY = Impairment(burst_enter=0.004, burst_exit=0.2, duplicate=0.01, reorder=0.02)
+# 2% of frames lost on average, in bursts of 5 frames (or 5 ms of an idle link)
+BURSTY = Impairment(
+    burst_enter=0.004, burst_exit=0.2, burst_tick=0.001, duplicate=0.01, reorder=0.02
+)
 
 
 @pytest.fixture

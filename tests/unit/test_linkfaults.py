@@ -245,3 +245,27 @@ def test_bad_commands_are_answered_not_fatal(
     assert command(emu, op="set", faults={"loss": 0.1}, links=["nope"])["ok"] is False
     assert command(emu, op="dance")["ok"] is False
     assert command(emu, op="set", faults={"loss": 0.1})["ok"] is True
+
+
+def test_idle_ticks_end_a_burst_on_a_quiet_link() -> None:
+    """Frames 1 s apart with a 1 ms tick: the chain forgets its state between frames, so
+    losses come singly at the average rate instead of in bursts that span seconds."""
+    ticking = Impairment(burst_enter=0.01, burst_exit=0.2, burst_tick=0.001)
+    faults = LinkFaults("1:link:ab", ticking)
+    lost = [not faults.fate(float(second)) for second in range(1, 50_001)]
+    runs = burst_lengths(lost)
+    assert sum(lost) / len(lost) == pytest.approx(ticking.mean_loss(), rel=0.1)
+    assert sum(runs) / len(runs) < 1.1
+    # back to back (no idle time) the same setting keeps its bursts of 5 frames
+    dense = burst_lengths(losses(LinkFaults("1:link:ab", ticking)))
+    assert sum(dense) / len(dense) == pytest.approx(5.0, rel=0.1)
+
+
+def test_the_chance_of_staying_bad_decays_with_idle_ticks() -> None:
+    faults = LinkFaults("1:l:ab", Impairment(burst_enter=0.1, burst_exit=0.3, burst_tick=0.01))
+    faults.bad = True
+    assert faults._bad_chance(0.0) == pytest.approx(0.7)  # one step: stay with 1 - exit
+    faults.bad = True
+    assert faults._bad_chance(0.01) == pytest.approx(0.25 + 0.75 * 0.6**2)  # two steps
+    faults.bad = True
+    assert faults._bad_chance(10.01) == pytest.approx(0.25)  # long idle: the stationary share

@@ -194,7 +194,10 @@ def compare_algorithms(
                         sync=collective != "barrier",
                     )
                     started = time.perf_counter()
+                    before = net.fault_stats() if setting is not None else None
                     row = run_cell(net, meter, comm_id, members, test, seed)
+                    if before is not None:
+                        print(f"    {emulator_load(before, net.fault_stats())}")
                     if row is None:
                         continue
                     rows[label_of(setting)].append(row)
@@ -214,6 +217,18 @@ def compare_algorithms(
         net.set_faults(losses[0])
     net.free_comm(comm_id)
     return rows
+
+
+def emulator_load(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What the link emulator carried between two of its stats: is it setting the pace?"""
+    wall = after["uptime_seconds"] - before["uptime_seconds"]
+    frames = after["totals"]["forwarded"] - before["totals"]["forwarded"]
+    cpu = after["cpu_seconds"] - before["cpu_seconds"]
+    drops = after["totals"]["queue_drops"] - before["totals"]["queue_drops"]
+    return (
+        f"link emulator: {frames / wall:.0f} frames/s, {cpu / wall:.0%} of a core, "
+        f"{cpu / frames * 1e6 if frames else 0:.1f} us CPU per frame, {drops} queue drops"
+    )
 
 
 def label_of(setting: Impairment | None) -> str:

@@ -80,3 +80,19 @@ def test_the_side_by_side_table_gives_slowdowns_and_speedups_per_setting() -> No
     assert "| bcast | innet | 16384 | 50.0 ms | 100.0 ms (2.0x) | failed |" in table
     assert "| bcast | binomial | 16384 | 150.0 ms | 2.00 s (13.3x) | 3.00 s (20.0x) |" in table
     assert "| bcast | innet over binomial | 16384 | 3.0x | 20.0x | - |" in table
+
+
+def test_the_emulator_load_between_two_stats() -> None:
+    before = {
+        "uptime_seconds": 10.0,
+        "cpu_seconds": 1.0,
+        "totals": {"forwarded": 1000, "queue_drops": 0},
+    }
+    after = {
+        "uptime_seconds": 20.0,
+        "cpu_seconds": 1.5,
+        "totals": {"forwarded": 51000, "queue_drops": 3},
+    }
+    assert bench.emulator_load(before, after) == (
+        "link emulator: 5000 frames/s, 5% of a core, 10.0 us CPU per frame, 3 queue drops"
+    )

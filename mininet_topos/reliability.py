@@ -193,8 +193,9 @@ def run_matrix(
     which: str,
 ) -> None:
     """Parts for every cell short of ``target``, in matrix order, pass after pass (when
-    ``chunk`` splits them) until the matrix is full or the budget would be overrun; a part
-    whose earlier parts say it would not fit in what is left is not started."""
+    ``chunk`` splits them) until the matrix is full or the budget is spent; a part whose
+    earlier parts say it would not fit in what is left is not started (a cell without
+    earlier parts may overrun the budget by one part)."""
     members = members_of(net, which)
     comm_id, _ = net.create_comm(members)
     keys = matrix_keys()
@@ -203,9 +204,15 @@ def run_matrix(
         for index, (key, operations) in enumerate(plan):
             label, collective, algorithm, _ = key
             name = f"{label} {collective} {algorithm}"
+            if budget.remaining() <= 0:
+                print(f"*** the budget is spent: {len(plan) - index} parts of this pass not run")
+                return
             estimate = results.estimate_seconds(key, operations)
-            if budget.remaining() <= 0 or (estimate is not None and estimate > budget.remaining()):
-                print(f"[{index + 1}/{len(plan)}] {name}: not started, the budget is spent")
+            if estimate is not None and estimate > budget.remaining():
+                print(
+                    f"[{index + 1}/{len(plan)}] {name}: not started, its earlier parts say it "
+                    f"would take {estimate:.0f} s"
+                )
                 continue
             cell = results.cell(key)
             part = run_part(

@@ -26,6 +26,11 @@ TNA_INCLUDE_DIR ?=
 TNA_P4C ?=
 TNA_PROGRAM ?= p4src/tna/netcoll.p4
 export NETCOLL_STATE_DIR ?= /tmp/netcoll-state
+# The simple_switch_grpc to run (a path, or a name on PATH): e.g. a BMv2 built for timing
+BMV2 ?=
+ifneq ($(BMV2),)
+export NETCOLL_BMV2 := $(BMV2)
+endif
 export VENV SYSTEM_PYTHON TNA_INCLUDE_DIR
 
 P4_COMMON := $(wildcard p4src/common/*.p4)
@@ -39,7 +44,8 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests for this tier"; rc=0; fi; exit $$rc
 endef
 
-.PHONY: help deps doctor build build-tna run smoke launch test test-e2e test-reliability reliability bench lint \
+.PHONY: help deps doctor build build-tna run smoke launch test test-e2e test-e2e-subset test-reliability \
+        reliability bench lint \
         format stop clean need-venv need-bmv2 need-p4c
 
 help:
@@ -54,6 +60,8 @@ help:
 	@echo "  make launch       bring up TOPO, run one workload (LAUNCH_ARGS), print the table"
 	@echo "  make test         unit tests + single-switch data-plane tests (the CI tier)"
 	@echo "  make test-e2e     every collective and algorithm on a Mininet dragonfly"
+	@echo "  make test-e2e-subset  CI's e2e subset: each collective's in-network and one host"
+	@echo "                   algorithm on a random subset of $(E2E_SUBSET_TOPO)"
 	@echo "  make test-reliability  the CI-sized fault and fuzzing tier (minutes)"
 	@echo "  make reliability  the full fault matrix on Df(2,4,2); writes docs/reliability.md"
 	@echo "  make bench        side-by-side timings; writes $(RESULTS_DIR)/"
@@ -131,6 +139,12 @@ test: need-venv
 
 test-e2e: need-venv need-bmv2 build
 	$(call run_pytest,-m e2e)
+
+# CI's e2e subset (marker e2e_subset): each collective's in-network algorithms and one host
+# algorithm drawn from the test seed, on a random subset with a random root, on df:2,2,1.
+E2E_SUBSET_TOPO ?= df:2,2,1
+test-e2e-subset: need-venv need-bmv2 build
+	NETCOLL_E2E_TOPO=$(E2E_SUBSET_TOPO) NETCOLL_E2E_SUBSET=1 $(call run_pytest,-m e2e_subset)
 
 # The CI-sized fault tier (marker reliability): minutes, skips without BMv2 or root.
 test-reliability: need-venv

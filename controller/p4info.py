@@ -58,6 +58,8 @@ def sizes_from_p4info(schema: P4Schema) -> Sizes:
     except KeyError as exc:
         raise ProgramError(f"P4Info lacks counter {exc}") from exc
     max_ports = _table_size(schema, PORT_INFO)
+    agg_slots = _register_size(schema, "agg_key")
+    agg_lane_cells = _register_size(schema, "agg_lanes")
     return Sizes(
         max_ports=max_ports,
         comm_slots=comm_slots,
@@ -67,4 +69,6 @@ def sizes_from_p4info(schema: P4Schema) -> Sizes:
         bcast_trees=_table_size(schema, BCAST_TREE),
         drop_reasons=drop_reasons,
         counter_columns=port_counters // max_ports,
+        agg_window=agg_slots // comm_slots,
+        agg_lanes=agg_lane_cells // agg_slots,
     )

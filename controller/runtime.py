@@ -5,7 +5,13 @@ switch from it (:mod:`controller.desired_state`), and keeps every switch program
 multicast groups over P4Runtime, one connection per switch, concurrently; register slots by
 mini packets from the management node. When a switch restarts, its P4Runtime session comes
 back, it is programmed again from scratch, and its barrier slots restart from the epochs the
-other switches of each barrier tree have released.
+other switches of each barrier tree have released; those epochs stay part of the desired state.
+
+Every change is validated before anything changes (the whole desired state is computed first)
+and is all-or-nothing across the switches that are up: a switch that refuses a write is retried
+a bounded number of times, then the previous communicators are put back everywhere and the
+caller gets a :class:`CommunicatorError` naming the switch. A switch that is down gets the
+whole state when it comes back.
 """
 
 from __future__ import annotations
@@ -13,18 +19,45 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from controller import p4info, trees, wire
 from controller.desired_state import Allocators, Communicator, Membership, desired_state
 from controller.drivers.minipackets import FramePort, MiniPacketDriver
-from controller.drivers.p4runtime import P4RuntimeSwitch, SwitchEndpoint
-from controller.switch_state import BarrierSlot, SwitchState
+from controller.drivers.p4runtime import P4RuntimeSwitch, SwitchEndpoint, SyncReport
+from controller.switch_state import CapacityError, Sizes, SwitchState
 from controller.topology import Topology, TopologyError
 
 LOG = logging.getLogger(__name__)
+
+
+class CommunicatorError(Exception):
+    """A communicator request that was refused or could not be carried out; nothing changed."""
+
+
+class SwitchSession(Protocol):
+    """One switch's control session, as the control plane uses it (P4Runtime on BMv2; the
+    tests' in-process fabric implements it too)."""
+
+    endpoint: SwitchEndpoint
+    connected: bool
+    connections: int
+    error: BaseException | None
+
+    def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def wait_ready(self, timeout: float) -> None: ...
+    def next_programmed(self) -> asyncio.Future[None]: ...
+    async def sync(self) -> SyncReport: ...
+    async def read_counter(self, counter: str) -> dict[int, tuple[int, int]]: ...
+    async def read_tables(self) -> dict[str, int]: ...
+
+
+OnReady = Callable[[SwitchSession], Awaitable[None]]
+SessionFactory = Callable[[SwitchEndpoint, Callable[[], SwitchState], OnReady], SwitchSession]
 
 
 @dataclass(slots=True)
@@ -34,17 +67,6 @@ class InstallReport:
     switches: int
     p4runtime_changes: int
     mini_packets: int
-
-
-@dataclass(slots=True)
-class _Split:
-    """One MPI_Comm_split in progress: every member of the parent reports (color, key)."""
-
-    expected: frozenset[int]
-    answers: dict[int, tuple[int, int]] = field(default_factory=dict)
-    error: str | None = None
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    result: dict[int, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
 
 
 class ControlPlane:
@@ -59,11 +81,18 @@ class ControlPlane:
         log_dir: Path | None = None,
         replication: str = "auto",
         membership: Membership = Membership.P4RUNTIME,
+        sizes: Sizes | None = None,
+        sessions: SessionFactory | None = None,
+        write_attempts: int = 3,
     ) -> None:
         self.topo = topo
         self.p4info_path = build_dir / f"{program}.p4info.txtpb"
         self.json_path = build_dir / f"{program}.json"
-        self.sizes = p4info.sizes_from_p4info(p4info.load_schema(self.p4info_path, self.json_path))
+        self.sizes = sizes or p4info.sizes_from_p4info(
+            p4info.load_schema(self.p4info_path, self.json_path)
+        )
+        self._sessions = sessions or self._p4runtime_session
+        self.write_attempts = write_attempts
         self.endpoints = endpoints
         self.mp_port = mp_port
         self.log_dir = log_dir
@@ -72,14 +101,15 @@ class ControlPlane:
         self.comms: dict[int, Communicator] = {}
         self.allocators = Allocators()
         self.states: dict[int, SwitchState] = {}
-        self.switches: dict[int, P4RuntimeSwitch] = {}
+        self.switches: dict[int, SwitchSession] = {}
+        # barrier epochs a restarted switch resumed from, per (switch, communicator): part of
+        # the desired state from then on, so no later push moves them back to the start
+        self._resumed: dict[tuple[int, int], int] = {}
+        self._last_comm_id = 0
         self.mp: MiniPacketDriver | None = None
         self.restarts = 0
         self._lock = asyncio.Lock()
-        self._splits: dict[tuple[int, int], _Split] = {}
-        self._split_rounds: dict[tuple[int, int], int] = {}
-        self._frees: dict[int, set[int]] = {}
-        self._recompute()
+        self.states = self._compute(self.comms)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -89,13 +119,10 @@ class ControlPlane:
         loop = asyncio.get_running_loop()
         self.mp = MiniPacketDriver(self.mp_port, loop=loop)
         for index, endpoint in self.endpoints.items():
-            switch = P4RuntimeSwitch(
+            switch = self._sessions(
                 endpoint,
-                self.p4info_path,
-                self.json_path,
-                desired=lambda i=index: self.states[i],  # type: ignore[misc]
-                log_dir=self.log_dir,
-                on_ready=self._on_ready,
+                lambda i=index: self.states[i],  # type: ignore[misc]
+                self._on_ready,
             )
             self.switches[index] = switch
             switch.start()
@@ -119,10 +146,22 @@ class ControlPlane:
                 f"switch {switch.endpoint.name}: reprogramming failed: {switch.error}"
             )
 
+    def _p4runtime_session(
+        self, endpoint: SwitchEndpoint, desired: Callable[[], SwitchState], on_ready: OnReady
+    ) -> SwitchSession:
+        return P4RuntimeSwitch(
+            endpoint,
+            self.p4info_path,
+            self.json_path,
+            desired=desired,
+            log_dir=self.log_dir,
+            on_ready=on_ready,
+        )
+
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self.switches.values()))
 
-    async def _on_ready(self, switch: P4RuntimeSwitch) -> None:
+    async def _on_ready(self, switch: SwitchSession) -> None:
         """A switch (re)connected and holds its tables again: now its register slots."""
         assert self.mp is not None
         index = next(i for i, s in self.switches.items() if s is switch)
@@ -135,15 +174,15 @@ class ControlPlane:
                 switch.connections,
             )
             self.mp.forget(state.node_id)
-            state = await self._resume_barriers(index, state)
+            await self._resume_barriers(index, state)
+            state = self.states[index]
         await self.mp.push(state)
 
-    async def _resume_barriers(self, index: int, state: SwitchState) -> SwitchState:
+    async def _resume_barriers(self, index: int, state: SwitchState) -> None:
         """A restarted switch lost its released epochs: start each barrier slot from the newest
         epoch any other switch of that barrier tree has released (a switch only releases what
-        the root released)."""
+        the root released). The epochs become part of the desired state."""
         assert self.mp is not None
-        resumed: dict[int, BarrierSlot] = {}
         for comm_id, slot in state.barrier_slots.items():
             comm = self.comms.get(comm_id)
             newest = slot.base_epoch
@@ -159,51 +198,105 @@ class ControlPlane:
                         continue
                     if wire.serial_lt(newest, reply.epoch):
                         newest = reply.epoch
-            resumed[comm_id] = replace(slot, base_epoch=newest)
-        state.barrier_slots = resumed
-        return state
+            self._resumed[(index, comm_id)] = newest
+        self.states = self._compute(self.comms)
 
     # -- desired state -------------------------------------------------------------------
 
-    def _recompute(self) -> None:
-        self.states = desired_state(
-            self.topo,
-            self.comms.values(),
-            sizes=self.sizes,
-            replication=self.replication,
-            allocators=self.allocators,
-        )
+    def _compute(self, comms: dict[int, Communicator]) -> dict[int, SwitchState]:
+        """The desired state of every switch for ``comms``; raises (CommunicatorError) before
+        anything changes when the communicators are invalid or do not fit."""
+        try:
+            states = desired_state(
+                self.topo,
+                comms.values(),
+                sizes=self.sizes,
+                replication=self.replication,
+                allocators=self.allocators,
+            )
+        except (TopologyError, CapacityError) as exc:
+            raise CommunicatorError(str(exc)) from exc
+        for (switch, comm_id), epoch in self._resumed.items():
+            slot = states[switch].barrier_slots.get(comm_id)
+            if slot is not None:
+                states[switch].barrier_slots[comm_id] = replace(slot, base_epoch=epoch)
+        return states
+
+    async def _commit(self, comms: dict[int, Communicator], what: str) -> tuple[int, int]:
+        """Make ``comms`` the communicators on every switch that is up, or on none: if a switch
+        does not take the change, the previous communicators are pushed back and the caller
+        gets a CommunicatorError. Returns (P4Runtime changes, mini packets)."""
+        states = self._compute(comms)  # validation: raises before any change
+        previous = self.comms
+        self.comms, self.states = comms, states
+        try:
+            return await self._apply()
+        except CommunicatorError as exc:
+            self.comms = previous
+            self.states = self._compute(previous)
+            try:
+                await self._apply()
+            except CommunicatorError as again:
+                LOG.error(
+                    "undoing %s failed too (%s): such a switch is reprogrammed from the "
+                    "desired state when its session comes back",
+                    what,
+                    again,
+                )
+            raise CommunicatorError(f"{what} was not installed and is undone: {exc}") from exc
 
     async def _apply(self, timeout: float = 30.0) -> tuple[int, int]:
         """Push the current desired state to every switch that is up: (P4Runtime changes,
-        mini packets). A switch that is down gets the whole state when it comes back."""
+        mini packets). A switch that is down gets the whole state when it comes back; one that
+        is up but refuses raises CommunicatorError after ``write_attempts`` tries."""
         up = [i for i, s in self.switches.items() if s.connected]
         for switch in self.switches.values():
             if not switch.connected:
                 LOG.warning("%s is down: it gets the change on reconnection", switch.endpoint.name)
         results = await asyncio.gather(*(self._apply_one(i, timeout) for i in up))
-        return sum(r[0] for r in results), sum(r[1] for r in results)
+        refused = [r for r in results if isinstance(r, str)]
+        if refused:
+            raise CommunicatorError("; ".join(refused))
+        done = [r for r in results if not isinstance(r, str)]
+        return sum(r[0] for r in done), sum(r[1] for r in done)
 
-    async def _apply_one(self, index: int, timeout: float) -> tuple[int, int]:
+    async def _apply_one(self, index: int, timeout: float) -> tuple[int, int] | str:
+        """One switch; a refusal is returned as its description."""
         assert self.mp is not None
         switch = self.switches[index]
-        try:
-            report = await asyncio.wait_for(switch.sync(), timeout)
-            pushed = await asyncio.wait_for(self.mp.push(self.states[index]), timeout)
-        except Exception as exc:  # the switch went down meanwhile: its reconnection repairs it
-            LOG.warning(
-                "%s: could not apply the change (%s); it will be redone on reconnection",
-                switch.endpoint.name,
-                exc,
-            )
-            return 0, 0
-        return report.changes, pushed
+        error: BaseException | None = None
+        for attempt in range(1, self.write_attempts + 1):
+            try:
+                report = await asyncio.wait_for(switch.sync(), timeout)
+                pushed = await asyncio.wait_for(self.mp.push(self.states[index]), timeout)
+                return report.changes, pushed
+            except Exception as exc:
+                error = exc
+                if not switch.connected:  # it went down: its reconnection reprograms it
+                    LOG.warning(
+                        "%s went down during a change: redone on reconnection", switch.endpoint.name
+                    )
+                    return 0, 0
+                LOG.warning(
+                    "%s refused a change (attempt %d of %d): %s",
+                    switch.endpoint.name,
+                    attempt,
+                    self.write_attempts,
+                    exc,
+                )
+        return f"switch {switch.endpoint.name} refused the change: {error}"
 
-    def _next_comm_id(self) -> int:
-        for comm_id in range(1, self.sizes.comm_slots):
-            if comm_id not in self.comms:
+    def _next_comm_id(self, taken: Iterable[int]) -> int:
+        """Ids go round-robin, so a freed id is handed out again as late as possible: agents
+        that still linger on the old communicator have long let it go by then."""
+        used = set(taken)
+        slots = self.sizes.comm_slots - 1
+        for step in range(1, slots + 1):
+            comm_id = (self._last_comm_id + step - 1) % slots + 1
+            if comm_id not in used:
+                self._last_comm_id = comm_id
                 return comm_id
-        raise TopologyError(f"all {self.sizes.comm_slots - 1} communicator ids are in use")
+        raise CommunicatorError(f"all {slots} communicator ids are in use")
 
     # -- the communicator service's operations ----------------------------------------------
 
@@ -233,30 +326,26 @@ class ControlPlane:
         (a split creates one per color)."""
         async with self._lock:
             started = time.perf_counter()
+            comms = dict(self.comms)
             added: list[Communicator] = []
-            try:
-                for members in groups:
-                    comm = Communicator(
-                        comm_id if comm_id is not None and not added else self._next_comm_id(),
-                        members,
-                        roots=roots,
-                        membership=membership or self.membership,
-                    )
-                    if comm.comm_id in self.comms:
-                        raise TopologyError(f"communicator {comm.comm_id} already exists")
-                    self.comms[comm.comm_id] = comm
-                    added.append(comm)
-                self._recompute()
-            except Exception:
-                for comm in added:
-                    self.comms.pop(comm.comm_id, None)
-                self._recompute()
-                raise
-            changes, mps = await self._apply()
+            for members in groups:
+                if comm_id is not None and not added:
+                    if comm_id in comms:
+                        raise CommunicatorError(f"communicator {comm_id} already exists")
+                    new_id = comm_id
+                else:
+                    new_id = self._next_comm_id(comms)
+                comm = Communicator(
+                    new_id, members, roots=roots, membership=membership or self.membership
+                )
+                comms[new_id] = comm
+                added.append(comm)
+            ids = [c.comm_id for c in added]
+            changes, mps = await self._commit(comms, f"communicators {ids}")
             seconds = time.perf_counter() - started
             LOG.info(
                 "communicators %s installed in %.3f s: %d P4Runtime changes, %d mini packets",
-                [c.comm_id for c in added],
+                ids,
                 seconds,
                 changes,
                 mps,
@@ -270,11 +359,14 @@ class ControlPlane:
         async with self._lock:
             started = time.perf_counter()
             comm = self._comm(comm_id)
+            if root not in comm.members:
+                raise CommunicatorError(
+                    f"communicator {comm_id}: root {root} is not a member, so it has no trees"
+                )
             if comm.roots is None or root in comm.roots:
                 return InstallReport(comm_id, time.perf_counter() - started, 0, 0, 0)
-            self.comms[comm_id] = replace(comm, roots=(*comm.roots, root))
-            self._recompute()
-            changes, mps = await self._apply()
+            comms = {**self.comms, comm_id: replace(comm, roots=(*comm.roots, root))}
+            changes, mps = await self._commit(comms, f"trees of root {root} on {comm_id}")
             return InstallReport(
                 comm_id, time.perf_counter() - started, len(self.switches), changes, mps
             )
@@ -292,68 +384,19 @@ class ControlPlane:
         reply = await self.mp.read_barrier(self.topo.switch(tree.root_switch).node_id, comm_id)
         return int(reply.epoch)
 
-    async def free(self, comm_id: int, node: int | None = None) -> bool:
-        """Remove a communicator once every member freed it (node=None: at once)."""
+    async def free(self, comm_id: int) -> None:
+        """Remove a communicator and its switch state (MPI's per-member votes are
+        :mod:`controller.communicators`' business)."""
         async with self._lock:
-            comm = self._comm(comm_id)
-            if node is not None:
-                freed = self._frees.setdefault(comm_id, set())
-                freed.add(node)
-                if freed < set(comm.members):
-                    return False
-            self._frees.pop(comm_id, None)
-            del self.comms[comm_id]
-            self._recompute()
-            await self._apply()
-            return True
-
-    async def split(
-        self, parent: int, node: int, color: int, key: int, timeout: float = 60.0
-    ) -> tuple[int, tuple[int, ...]] | None:
-        """MPI_Comm_split: every member of ``parent`` calls it; members with the same color
-        get one new communicator, ranked by (key, parent rank). Negative color: none."""
-        comm = self._comm(parent)
-        if node not in comm.members:
-            raise TopologyError(f"node {node} is not a member of communicator {parent}")
-        round_key = (parent, self._split_rounds.get((parent, node), 0))
-        self._split_rounds[(parent, node)] = round_key[1] + 1
-        split = self._splits.setdefault(round_key, _Split(frozenset(comm.members)))
-        split.answers[node] = (color, key)
-        if set(split.answers) == split.expected:
-            groups: dict[int, list[tuple[int, int, int]]] = {}
-            for member, (c, k) in split.answers.items():
-                if c >= 0:
-                    groups.setdefault(c, []).append((k, comm.members.index(member), member))
-            parts = [
-                tuple(m for _, _, m in sorted(entries)) for _, entries in sorted(groups.items())
-            ]
-            try:
-                reports = await self.create_many(parts)
-                for part, report in zip(parts, reports, strict=True):
-                    for m in part:
-                        split.result[m] = (report.comm_id, part)
-            except Exception as exc:
-                split.error = str(exc)
-                raise
-            finally:
-                split.done.set()  # every waiter learns the outcome
-            self._splits.pop(round_key, None)
-        else:
-            try:
-                await asyncio.wait_for(split.done.wait(), timeout)
-            except TimeoutError:
-                missing = sorted(split.expected - set(split.answers))
-                raise TimeoutError(
-                    f"split of communicator {parent}: nodes {missing} never called it"
-                ) from None
-            if split.error is not None:
-                raise TopologyError(f"split of communicator {parent} failed: {split.error}")
-        return split.result.get(node)
+            self._comm(comm_id)
+            comms = {k: v for k, v in self.comms.items() if k != comm_id}
+            await self._commit(comms, f"freeing communicator {comm_id}")
+            self._resumed = {k: v for k, v in self._resumed.items() if k[1] != comm_id}
 
     def _comm(self, comm_id: int) -> Communicator:
         comm = self.comms.get(comm_id)
         if comm is None:
-            raise TopologyError(f"unknown communicator {comm_id}")
+            raise CommunicatorError(f"unknown communicator {comm_id}")
         return comm
 
     # -- reading state back --------------------------------------------------------------

@@ -13,11 +13,19 @@ every answer repeats the id with ``ok`` and either the result or an ``error`` te
                 nodes joined ``name``; with comm_id, the epoch its barrier switches released
                 (a new job on an existing communicator resumes its barriers from there)
   status        {} -> {communicators: {id: members}, restarts}
+
+The caller is who the connection says (:mod:`controller.callers`): a host's node id, or the
+operator. A ``node`` in a request body must be the caller's own (the operator may name any).
+Only members may free, split or ask for trees of a communicator, and a host may only create
+communicators it belongs to, at most ``comms_per_caller`` at once. Each connection has at most
+``in_flight`` requests open, each request line is bounded, and every request is validated
+before any state changes (``controller.runtime``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -25,11 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.callers import OPERATOR, Caller, CallerOf, NetnsCallers, peer_pid
+from controller.communicators import Communicators
 from controller.desired_state import Membership
-from controller.runtime import ControlPlane
+from controller.runtime import CommunicatorError, ControlPlane
 
 LOG = logging.getLogger(__name__)
 MAX_LINE = 1 << 20
+MAX_NAME = 200  # characters of a rendezvous name
+MAX_RENDEZVOUS = 256  # meetings open at once
+
+
+class Refused(CommunicatorError):
+    """The caller may not do what it asked."""
 
 
 @dataclass
@@ -43,12 +59,27 @@ class _Rendezvous:
 
 
 class CommService:
-    def __init__(self, control: ControlPlane, path: Path) -> None:
+    def __init__(
+        self,
+        control: ControlPlane,
+        path: Path,
+        *,
+        callers: CallerOf | None = None,
+        comms_per_caller: int = 16,
+        in_flight: int = 32,
+    ) -> None:
         self.control = control
+        self.communicators = Communicators(control)
         self.path = path
+        self.callers = callers or NetnsCallers()
+        self.comms_per_caller = comms_per_caller
+        self.in_flight = in_flight
         self._server: asyncio.AbstractServer | None = None
         self._rendezvous: dict[str, _Rendezvous] = {}
+        self._created_by: dict[int, int] = {}  # communicator -> the host that created it
+        self._open: collections.Counter[Caller] = collections.Counter()  # requests in flight
         self.requests = 0
+        self.refused = 0
 
     async def start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,12 +94,39 @@ class CommService:
             await self._server.wait_closed()
         self.path.unlink(missing_ok=True)
 
+    def _caller(self, writer: asyncio.StreamWriter) -> Caller | None:
+        sock = writer.get_extra_info("socket")
+        if sock is None:
+            return None
+        try:
+            return self.callers(peer_pid(sock))
+        except OSError:
+            return None
+
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         write_lock = asyncio.Lock()
         tasks: set[asyncio.Task[None]] = set()
+        caller = self._caller(writer)
+        if caller is None:
+            self.refused += 1
+            LOG.warning("communicator service: refused a connection from an unknown namespace")
+            reply = {"id": None, "ok": False, "error": "Refused: unknown caller"}
+            writer.write(json.dumps(reply).encode() + b"\n")
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+            writer.close()
+            return
         try:
             while line := await reader.readline():
-                task = asyncio.create_task(self._answer(line, writer, write_lock))
+                if not caller.is_operator and self._open[caller] >= self.in_flight:
+                    await self._reply(
+                        writer,
+                        write_lock,
+                        {"id": None, "ok": False, "error": "Refused: too many open requests"},
+                    )
+                    self.refused += 1
+                    continue
+                task = asyncio.create_task(self._answer(line, writer, write_lock, caller))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
         except (ConnectionError, asyncio.LimitOverrunError, ValueError) as exc:
@@ -80,54 +138,136 @@ class CommService:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    async def _answer(self, line: bytes, writer: asyncio.StreamWriter, lock: asyncio.Lock) -> None:
+    async def _answer(
+        self, line: bytes, writer: asyncio.StreamWriter, lock: asyncio.Lock, caller: Caller
+    ) -> None:
         self.requests += 1
+        self._open[caller] += 1
         ident: Any = None
         try:
             request = json.loads(line)
+            if not isinstance(request, dict):
+                raise ValueError("a request is a JSON object")
             ident = request.get("id")
-            result = await self.handle(request)
+            result = await self.handle(request, caller)
             reply = {"id": ident, "ok": True, **result}
+        except Refused as exc:
+            self.refused += 1
+            LOG.warning("communicator service: refused %s: %s", caller, exc)
+            reply = {"id": ident, "ok": False, "error": f"Refused: {exc}"}
         except Exception as exc:
             reply = {"id": ident, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            self._open[caller] -= 1
+        await self._reply(writer, lock, reply)
+
+    @staticmethod
+    async def _reply(
+        writer: asyncio.StreamWriter, lock: asyncio.Lock, reply: dict[str, Any]
+    ) -> None:
         async with lock:
             writer.write(json.dumps(reply).encode() + b"\n")
             with contextlib.suppress(ConnectionError):
                 await writer.drain()
 
-    async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+    # -- who may do what --------------------------------------------------------------------
+
+    @staticmethod
+    def _node(request: dict[str, Any], caller: Caller) -> int:
+        """The node a request acts for: the caller's own; the operator names one."""
+        named = request.get("node")
+        if caller.node is None:
+            if named is None:
+                raise ValueError("the operator must name the node it acts for")
+            return int(named)
+        if named is not None and int(named) != caller.node:
+            raise Refused(f"{caller} cannot act for node {int(named)}")
+        return caller.node
+
+    def _member(self, comm_id: int, caller: Caller, what: str) -> None:
+        comm = self.control.comms.get(comm_id)
+        if comm is None:
+            raise CommunicatorError(f"unknown communicator {comm_id}")
+        if caller.node is not None and caller.node not in comm.members:
+            raise Refused(f"{caller} is not a member of communicator {comm_id}: cannot {what}")
+
+    def _may_create(self, members: list[int], caller: Caller) -> None:
+        if caller.node is None:
+            return
+        if caller.node not in members:
+            raise Refused(f"{caller} may only create communicators it is a member of")
+        live = sum(
+            1
+            for comm_id, creator in self._created_by.items()
+            if creator == caller.node and comm_id in self.control.comms
+        )
+        if live >= self.comms_per_caller:
+            raise Refused(
+                f"{caller} already created {live} communicators (at most "
+                f"{self.comms_per_caller} at once); free some first"
+            )
+
+    async def handle(self, request: dict[str, Any], caller: Caller = OPERATOR) -> dict[str, Any]:
         op = request.get("op")
         control = self.control
         if op == "create":
+            members = [int(n) for n in request["members"]]
+            self._may_create(members, caller)
             membership = request.get("membership")
             report = await control.create(
-                [int(n) for n in request["members"]],
-                roots=tuple(request["roots"]) if request.get("roots") is not None else None,
+                members,
+                roots=tuple(int(r) for r in request["roots"])
+                if request.get("roots") is not None
+                else None,
                 membership=Membership(membership) if membership else None,
             )
+            if caller.node is not None:
+                self._created_by[report.comm_id] = caller.node
             return {"comm_id": report.comm_id, "install_seconds": report.seconds}
         if op == "split":
-            answer = await control.split(
-                int(request["comm_id"]),
-                int(request["node"]),
-                int(request["color"]),
-                int(request["key"]),
+            comm_id = int(request["comm_id"])
+            node = self._node(request, caller)
+            self._member(comm_id, caller, "split it")
+            answer = await self.communicators.split(
+                comm_id, node, int(request["color"]), int(request["key"])
             )
             if answer is None:
                 return {"comm_id": None}
             return {"comm_id": answer[0], "members": list(answer[1])}
         if op == "free":
-            return {"removed": await control.free(int(request["comm_id"]), int(request["node"]))}
+            comm_id = int(request["comm_id"])
+            self._member(comm_id, caller, "free it")
+            if caller.node is None and request.get("node") is None:  # the operator: at once
+                await control.free(comm_id)
+                self.communicators.forget(comm_id)
+                removed = True
+            else:
+                removed = await self.communicators.free(comm_id, self._node(request, caller))
+            if removed:
+                self._created_by.pop(comm_id, None)
+            return {"removed": removed}
         if op == "ensure_trees":
-            report = await control.ensure_trees(int(request["comm_id"]), int(request["root"]))
+            comm_id = int(request["comm_id"])
+            self._member(comm_id, caller, "install trees in it")
+            report = await control.ensure_trees(comm_id, int(request["root"]))
             return {"install_seconds": report.seconds}
         if op == "rendezvous":
-            comm_id = request.get("comm_id")
+            on = request.get("comm_id")
+            meet_on = None if on is None else int(on)
+            if meet_on is not None:
+                self._member(meet_on, caller, "meet on it")
+            name = str(request["name"])
+            expected = int(request["expected"])
+            if len(name) > MAX_NAME or not 0 < expected <= self.control.topo.num_hosts:
+                raise ValueError(
+                    f"rendezvous: a name of at most {MAX_NAME} characters and 1.."
+                    f"{self.control.topo.num_hosts} nodes expected"
+                )
             return await self._join(
-                str(request["name"]),
-                int(request["node"]),
-                int(request["expected"]),
-                None if comm_id is None else int(comm_id),
+                name,
+                self._node(request, caller),
+                expected,
+                meet_on,
             )
         if op == "status":
             return {
@@ -139,6 +279,8 @@ class CommService:
     async def _join(
         self, name: str, node: int, expected: int, comm_id: int | None
     ) -> dict[str, Any]:
+        if name not in self._rendezvous and len(self._rendezvous) >= MAX_RENDEZVOUS:
+            raise Refused(f"{MAX_RENDEZVOUS} rendezvous are open already")
         meeting = self._rendezvous.setdefault(name, _Rendezvous(expected))
         meeting.joined.add(node)
         if len(meeting.joined) >= expected and not meeting.done.is_set():

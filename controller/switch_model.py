@@ -9,6 +9,7 @@ Keep it in step with ``p4src/common``: each function names the P4 control it mir
 
 from __future__ import annotations
 
+import enum
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ _ETH = struct.Struct("!6s6sH")
 _IPV4_LEN = 20
 
 OUT_DROP, OUT_UNICAST, OUT_MCAST, OUT_REPLY = range(4)
-COLUMN_OTHER, COLUMN_IPV4, COLUMN_BAD_OP = 0, 12, 15
+COLUMN_OTHER, COLUMN_IPV4, COLUMN_BAD_OP = 0, 14, 15
 MASK16 = 0xFFFF
 MASK32 = 0xFFFFFFFF
 
@@ -50,6 +51,71 @@ def generation_status(offered: int, stored: int) -> MpStatus:
     return MpStatus.OK if ahead < 0x80000000 else MpStatus.STALE
 
 
+AGG_RESULT_KNOWN = 0x80000000  # bit 31 of agg_arrived: never a child bit (ports < 32)
+
+
+class AggKey(enum.Enum):
+    """common/reduce.p4 agg_key_relation: a slot's key against a packet's."""
+
+    SAME = 1
+    FRESH = 2  # newer chunk, other configuration, or a never-used slot
+    STALE = 3
+
+
+class AggVerdict(enum.Enum):
+    ABSORB = 1
+    SEND_UP = 2
+    DISTRIBUTE = 3
+    ANSWER = 4
+
+
+class LaneMode(enum.Enum):
+    NONE = 0
+    SET = 1
+    COMBINE = 2
+    READ = 3
+
+
+def agg_key_relation(stored_tag: int, stored_owner: int, tag: int, owner: int) -> AggKey:
+    """common/reduce.p4 agg_key_relation (tags compared with 32-bit serial arithmetic)."""
+    if stored_owner == owner and stored_tag == tag:
+        return AggKey.SAME
+    if stored_owner != owner or generation_status(tag, stored_tag) == MpStatus.OK:
+        return AggKey.FRESH
+    return AggKey.STALE
+
+
+def agg_admission_reason(
+    op: int, in_port: int, in_bit: int, child_mask: int, parent: int
+) -> DropReason:
+    """common/reduce.p4 agg_admission_reason."""
+    if child_mask == 0:
+        return DropReason.BARRIER_UNCONFIGURED
+    if op == Op.REDUCE:
+        return DropReason.NONE if child_mask & in_bit else DropReason.NOT_CHILD
+    if parent == 0 or in_port != parent:
+        return DropReason.NOT_PARENT
+    return DropReason.NONE
+
+
+def agg_classify(
+    is_result: bool, fresh: bool, previous: int, in_bit: int, child_mask: int, parent: int
+) -> tuple[AggVerdict | None, LaneMode, DropReason]:
+    """common/reduce.p4 agg_classify: (verdict, what happens to the lanes, drop reason)."""
+    if is_result:
+        return AggVerdict.DISTRIBUTE, LaneMode.SET, DropReason.NONE
+    if previous & AGG_RESULT_KNOWN or (parent == 0 and previous == child_mask):
+        return AggVerdict.ANSWER, LaneMode.READ, DropReason.NONE
+    if previous & in_bit:
+        if previous == child_mask:
+            return AggVerdict.SEND_UP, LaneMode.READ, DropReason.NONE
+        return None, LaneMode.NONE, DropReason.AGG_DUPLICATE
+    mode = LaneMode.SET if fresh else LaneMode.COMBINE
+    if previous | in_bit != child_mask:
+        return AggVerdict.ABSORB, mode, DropReason.NONE
+    return (AggVerdict.DISTRIBUTE if parent == 0 else AggVerdict.SEND_UP), mode, DropReason.NONE
+
+
 @dataclass(slots=True)
 class Parsed:
     """What CollParser extracted, and what it left as payload."""
@@ -59,12 +125,13 @@ class Parsed:
     ipv4_dst: int | None = None
     coll: wire.Header | None = None
     mp: wire.MiniPacket | None = None
+    agg: list[int] | None = None  # REDUCE/RESULT lanes, unsigned 32-bit
     rest: bytes = b""
     ipv4_bytes: bytes = b""
     parse_error: bool = False
 
 
-def parse(frame: bytes) -> Parsed:
+def parse(frame: bytes, lanes: int = wire.AGG_LANES) -> Parsed:
     """common/parser.p4 CollParser; a header that does not fit is a parser error."""
     parsed = Parsed()
     if len(frame) < wire.ETH_HEADER_LEN:
@@ -86,6 +153,13 @@ def parse(frame: bytes) -> Parsed:
                 return parsed
             parsed.mp = wire.MiniPacket.unpack_from(frame, offset)
             offset += wire.MP_LEN
+        elif parsed.coll.op in wire.AGG_OPS:
+            if len(frame) - offset < 4 * lanes:
+                parsed.parse_error = True
+                parsed.rest = frame[offset:]
+                return parsed
+            parsed.agg = list(struct.unpack_from(f"!{lanes}I", frame, offset))
+            offset += 4 * lanes
     elif ethertype == wire.ETHERTYPE_IPV4:
         if len(frame) - offset < _IPV4_LEN:
             parsed.parse_error = True
@@ -106,6 +180,8 @@ def deparse(parsed: Parsed) -> bytes:
         parts.append(parsed.coll.pack())
     if parsed.mp is not None:
         parts.append(parsed.mp.pack())
+    if parsed.agg is not None:
+        parts.append(struct.pack(f"!{len(parsed.agg)}I", *parsed.agg))
     parts.append(parsed.rest)
     return b"".join(parts)
 
@@ -156,6 +232,9 @@ class SwitchModel:
         self.barrier_generation = [0] * s.comm_slots
         self.barrier_released = [0] * s.comm_slots
         self.barrier_cells = [(0, 0)] * (s.comm_slots * s.barrier_window)  # (tag, bitmap)
+        self.agg_key = [(0, 0)] * s.agg_slots  # (tag, owner)
+        self.agg_arrived = [0] * s.agg_slots
+        self.agg_lanes = [0] * (s.agg_slots * s.agg_lanes)
 
     # -- register writes the control plane makes by mini packet, applied directly ----------
 
@@ -174,7 +253,7 @@ class SwitchModel:
         return 1 << (port - 1) if 1 <= port < self.sizes.max_ports else 0
 
     def process(self, frame: bytes, in_port: int) -> Outcome:
-        parsed = parse(frame)
+        parsed = parse(frame, self.sizes.agg_lanes)
         decision = Decision()
         self._ingress(parsed, in_port, len(frame), decision)
         outcome = Outcome(ingress_reason=decision.drop_reason)
@@ -251,6 +330,11 @@ class SwitchModel:
                 d.drop_reason = DropReason.COMM_RANGE
             else:
                 self._barrier(parsed, in_port, d)
+        elif klass == "agg":
+            assert coll is not None
+            d.drop_reason = self._agg_header_reason(coll)
+            if d.drop_reason == DropReason.NONE:
+                self._reduce(parsed, in_port, d)
         elif klass == "local":
             self._local(parsed, d)
         if d.out_kind == OUT_MCAST and d.filter_children:
@@ -301,6 +385,11 @@ class SwitchModel:
                 return "mcast"
             elif coll.op in (Op.ARRIVE, Op.RELEASE):
                 return "barrier"
+            elif coll.op in wire.AGG_OPS:
+                if coll.payload_len != self.sizes.agg_payload_bytes:
+                    reject(DropReason.MALFORMED)
+                else:
+                    return "agg"
             elif coll.op == Op.PING and addressed_to_me:
                 return "local"
             else:
@@ -444,6 +533,88 @@ class SwitchModel:
             parsed.coll = coll.with_(src_node=me)
             d.out_kind = OUT_UNICAST
             d.out_port = parent
+
+    def _agg_header_reason(self, coll: wire.Header) -> DropReason:
+        """common/reduce.p4 agg_header_reason."""
+        if coll.comm_id >= self.sizes.comm_slots:
+            return DropReason.COMM_RANGE
+        if coll.seg_idx >= wire.AGG_CHUNK_LIMIT:
+            return DropReason.AGG_CHUNK_RANGE
+        if not 1 <= coll.tree <= wire.AGG_OP_MAX:
+            return DropReason.AGG_BAD_OP
+        return DropReason.NONE
+
+    def _reduce(self, parsed: Parsed, in_port: int, d: Decision) -> None:
+        """v1model/state.p4 BarrierState (read_config, AggState, advance_released) and
+        common/reduce.p4 agg_classify, agg_releases_epoch and ReduceDecide."""
+        coll, lanes = parsed.coll, parsed.agg
+        assert coll is not None and lanes is not None
+        comm = coll.comm_id
+        child_mask = self.barrier_child_mask[comm]
+        parent = self.barrier_parent[comm]
+        in_bit = self.port_bit(in_port)
+        is_result = coll.op == Op.RESULT
+        reason = agg_admission_reason(coll.op, in_port, in_bit, child_mask, parent)
+        if reason != DropReason.NONE:
+            d.drop_reason = reason
+            return
+        window = self.sizes.agg_window
+        slot = comm * window + (coll.seg_idx & (window - 1))
+        tag = ((coll.epoch << 16) | (coll.seg_idx & MASK16)) & MASK32
+        owner = (1 << 16) | (self.barrier_generation[comm] & MASK16)
+        stored_tag, stored_owner = self.agg_key[slot]
+        relation = agg_key_relation(stored_tag, stored_owner, tag, owner)
+        if relation == AggKey.STALE:
+            d.drop_reason = DropReason.AGG_STALE
+            return
+        fresh = relation == AggKey.FRESH
+        if fresh:
+            self.agg_key[slot] = (tag, owner)
+        stored = self.agg_arrived[slot]
+        previous = 0 if fresh else stored
+        self.agg_arrived[slot] = child_mask | AGG_RESULT_KNOWN if is_result else previous | in_bit
+        verdict, lane_mode, reason = agg_classify(
+            is_result, fresh, previous, in_bit, child_mask, parent
+        )
+        self._agg_lanes(slot, lane_mode, wire.AggOp(coll.tree), lanes)
+        # agg_releases_epoch: instances are barrier epochs, so the last chunk's RESULT moves
+        # released on like a barrier (later barriers stay in their window)
+        last_chunk = coll.seg_idx + 1 == coll.seg_count
+        released = self.barrier_released[comm]
+        if verdict == AggVerdict.DISTRIBUTE and last_chunk and epoch_after(coll.epoch, released):
+            self.barrier_released[comm] = coll.epoch
+        if reason != DropReason.NONE:
+            d.drop_reason = reason
+            return
+        if verdict == AggVerdict.ABSORB:
+            d.drop_reason = DropReason.ABSORBED
+            return
+        out = coll.with_(src_node=self.state.node_id, payload_crc=0)
+        if verdict == AggVerdict.ANSWER:
+            parsed.coll = out.with_(op=Op.RESULT)
+            d.out_kind = OUT_REPLY
+        elif verdict == AggVerdict.SEND_UP:
+            parsed.coll = out
+            d.out_kind = OUT_UNICAST
+            d.out_port = parent
+        else:
+            parsed.coll = out.with_(op=Op.RESULT)
+            d.out_kind = OUT_MCAST
+            d.mcast_children = child_mask
+            d.filter_children = True
+
+    def _agg_lanes(self, slot: int, mode: LaneMode, op: wire.AggOp, lanes: list[int]) -> None:
+        """v1model/state.p4 AggState set_lanes, combine_lanes, read_lanes: the packet's lanes
+        become the slot's after the update."""
+        base = slot * self.sizes.agg_lanes
+        for i, offered in enumerate(lanes):
+            if mode == LaneMode.SET:
+                self.agg_lanes[base + i] = offered
+            elif mode == LaneMode.COMBINE:
+                value = wire.agg_combine(op, self.agg_lanes[base + i], offered) & MASK32
+                self.agg_lanes[base + i] = lanes[i] = value
+            elif mode == LaneMode.READ:
+                lanes[i] = self.agg_lanes[base + i]
 
     def _local(self, parsed: Parsed, d: Decision) -> None:
         """MembershipCheck, the state controls' MP paths, and LocalReply."""

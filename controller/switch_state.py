@@ -37,6 +37,17 @@ class Sizes:
     bcast_trees: int = 4096
     drop_reasons: int = wire.DROP_REASON_COUNT
     counter_columns: int = 16
+    agg_window: int = wire.AGG_WINDOW  # aggregation slots per communicator
+    agg_lanes: int = wire.AGG_LANES  # 32-bit lanes per REDUCE/RESULT packet
+
+    @property
+    def agg_slots(self) -> int:
+        return self.comm_slots * self.agg_window
+
+    @property
+    def agg_payload_bytes(self) -> int:
+        """The exact payload_len of every REDUCE/RESULT this program accepts."""
+        return 4 * self.agg_lanes
 
     def check_port(self, port: int, where: str) -> None:
         if not 1 <= port < self.max_ports:

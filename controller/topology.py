@@ -46,7 +46,7 @@ management node ``MGMT_NODE_ID`` (named ``ncm0``) hangs off switch 0 on its own 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -548,6 +548,19 @@ class Topology:
             f"Topology({self.shape.spec}: {self.num_switches} switches, "
             f"{self.num_hosts} hosts, {len(self.links)} links)"
         )
+
+
+def members_by_group(
+    members: Iterable[int], group_of: Callable[[int], int]
+) -> dict[int, list[int]]:
+    """Members split by dragonfly group: ``{group: members}``, groups in increasing order, each
+    group's members in the order given. ``group_of`` maps a member to its group (a host's node
+    id through the topology or an agent's directory, a rank through its communicator); one
+    function for everyone, so every side orders groups and members alike."""
+    by_group: dict[int, list[int]] = {}
+    for member in members:
+        by_group.setdefault(group_of(member), []).append(member)
+    return dict(sorted(by_group.items()))
 
 
 def _switch_to_dict(switch: SwitchInfo, ports: Mapping[int, PortInfo]) -> dict[str, Any]:

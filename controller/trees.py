@@ -17,7 +17,7 @@ increasing port order.
 Trees
 -----
 ``innet_tree``        switch-only broadcast from the root host's switch to every member.
-``ragasa_trees``      Ragasa (seed 000): a *spread* tree from the root's switch to one relay
+``ragasa_trees``      [Ragasa] (README, Papers): a *spread* tree from the root's switch to one relay
                       host per remote group holding members, then one *group* tree per relay
                       (and one for the root's own group) delivering to the rest of that group.
 ``barrier_tree``      switch-rooted tree over all members; hosts send ARRIVE up it and the
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from controller import wire
 from controller.routing import hop_count, minimal_path
-from controller.topology import KIND_DRAGONFLY, Topology, TopologyError
+from controller.topology import KIND_DRAGONFLY, Topology, TopologyError, members_by_group
 
 TREE_INNET = "innet"
 TREE_RAGASA_SPREAD = "ragasa_spread"
@@ -360,10 +360,7 @@ def innet_tree(topo: Topology, members: Iterable[int], root: int) -> Tree:
 
 def _members_by_group(topo: Topology, members: frozenset[int]) -> dict[int, list[int]]:
     """group -> its members in increasing node id order."""
-    by_group: dict[int, list[int]] = {}
-    for node in sorted(members):
-        by_group.setdefault(topo.host_by_node(node).group, []).append(node)
-    return by_group
+    return members_by_group(sorted(members), lambda node: topo.host_by_node(node).group)
 
 
 def _entry_switch(topo: Topology, root_switch: int, group: int) -> int:
@@ -463,9 +460,10 @@ def barrier_root_switch(topo: Topology, members: Iterable[int]) -> int:
     member_set = _check_members(topo, members, None)
     hosts = [topo.host_by_node(node) for node in member_set]
     attached = Counter(host.switch for host in hosts)
-    switches_by_group: dict[int, set[int]] = {}
-    for host in hosts:
-        switches_by_group.setdefault(host.group, set()).add(host.switch)
+    switches_by_group = {
+        group: {topo.host_by_node(node).switch for node in nodes}
+        for group, nodes in _members_by_group(topo, member_set).items()
+    }
     member_switches = set(attached)
 
     def rank(candidate: int) -> tuple[int, int, int]:

@@ -2,7 +2,7 @@
 
 The layout here mirrors ``p4src/common/headers.p4`` field for field; ``tests/unit/test_wire.py``
 checks the two against each other. Hot paths use the ``struct`` codecs below; Scapy layers for
-crafting and dissecting are in :mod:`controller.scapy_layers` and are built from ``HEADER_FIELDS``.
+crafting and dissecting are in :mod:`tests.scapy_layers` and are built from ``HEADER_FIELDS``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 # IEEE 802 "Local Experimental EtherType 1": free for private protocols, never routed.
@@ -67,9 +68,12 @@ class Op(enum.IntEnum):
     PING = 9  # reachability probe (unicast)
     PONG = 10  # probe answer (unicast)
     CTRL = 11  # host-to-host control message of the reliability layer (unicast)
+    REDUCE = 12  # contribution or partial aggregate, child -> parent along the barrier tree
+    RESULT = 13  # reduction result, parent -> children (or a switch answering a late REDUCE)
 
 
-OP_MAX = 11  # ops above are dropped by the switch as BAD_OP
+OP_MAX = 13  # ops above are dropped by the switch as BAD_OP
+AGG_OPS = frozenset({Op.REDUCE, Op.RESULT})
 
 
 class Tree(enum.IntEnum):
@@ -90,6 +94,81 @@ class Flag(enum.IntFlag):
     REPLY_NOW = 0x04  # sender asks for an immediate (non-delayed) ACK
     NO_ACK = 0x08  # multicast confirmed by other means (a barrier): receivers only NACK
     REPAIR = 0x10  # a multicast segment resent by unicast to the receiver that missed it
+
+
+class AggOp(enum.IntEnum):
+    """Reduction operation of a REDUCE/RESULT, carried in the ``tree`` field. Lanes are 32-bit
+    two's complement: SUM wraps, MIN and MAX compare signed."""
+
+    SUM = 1
+    MIN = 2
+    MAX = 3
+    AND = 4
+    OR = 5
+    XOR = 6
+
+
+AGG_OP_MAX = 6  # other values of ``tree`` are dropped as AGG_BAD_OP
+# The program's default lanes per packet and slots per communicator (NETCOLL_AGG_LANES,
+# NETCOLL_AGG_WINDOW); a running switch's sizes come from P4Info (controller/p4info.py).
+AGG_LANES = 32
+AGG_WINDOW = 8
+AGG_CHUNK_LIMIT = 1 << 16  # seg_idx of a REDUCE/RESULT must be below this
+_INT32 = 1 << 32
+_INT32_MIN = -(1 << 31)
+_INT32_MAX = (1 << 31) - 1
+
+
+def agg_identity(op: AggOp) -> int:
+    """The lane value that leaves every other unchanged: the padding of a short last chunk."""
+    return {
+        AggOp.SUM: 0,
+        AggOp.MIN: _INT32_MAX,
+        AggOp.MAX: _INT32_MIN,
+        AggOp.AND: -1,
+        AggOp.OR: 0,
+        AggOp.XOR: 0,
+    }[op]
+
+
+def to_int32(value: int) -> int:
+    """Any integer, wrapped to signed 32 bits."""
+    value %= _INT32
+    return value - _INT32 if value > _INT32_MAX else value
+
+
+def agg_combine(op: AggOp, a: int, b: int) -> int:
+    """One lane of ``op`` on signed 32-bit values, as the switch computes it."""
+    a, b = to_int32(a), to_int32(b)
+    if op == AggOp.SUM:
+        return to_int32(a + b)
+    if op == AggOp.MIN:
+        return min(a, b)
+    if op == AggOp.MAX:
+        return max(a, b)
+    if op == AggOp.AND:
+        return a & b
+    if op == AggOp.OR:
+        return a | b
+    if op == AggOp.XOR:
+        return a ^ b
+    raise ValueError(f"not a reduction operation: {op}")
+
+
+def pack_lanes(values: Sequence[int], lanes: int = AGG_LANES, pad: int = 0) -> bytes:
+    """A REDUCE/RESULT payload: ``lanes`` big-endian 32-bit lanes, ``values`` (wrapped to 32
+    bits) followed by ``pad`` (use :func:`agg_identity` of the operation)."""
+    if len(values) > lanes:
+        raise ValueError(f"{len(values)} values do not fit {lanes} lanes")
+    padded = [v % _INT32 for v in values] + [pad % _INT32] * (lanes - len(values))
+    return struct.pack(f"!{lanes}I", *padded)
+
+
+def unpack_lanes(payload: bytes | memoryview) -> list[int]:
+    """The signed 32-bit lanes of a REDUCE/RESULT payload."""
+    if len(payload) % 4:
+        raise WireError(f"a lane payload of {len(payload)} bytes is not whole 32-bit lanes")
+    return list(struct.unpack(f"!{len(payload) // 4}i", payload))
 
 
 class MpKind(enum.IntEnum):
@@ -135,6 +214,10 @@ class DropReason(enum.IntEnum):
     EMPTY_TREE = 21  # replication with no child port at this switch
     ABSORBED = 22  # ARRIVE recorded, nothing to send yet (not an error)
     MP_DUPLICATE = 23  # mini packet already applied (answered with DUPLICATE)
+    AGG_BAD_OP = 24  # REDUCE/RESULT whose tree field names no reduction operation
+    AGG_CHUNK_RANGE = 25  # REDUCE/RESULT with seg_idx >= 2**16
+    AGG_STALE = 26  # REDUCE/RESULT for a chunk older than its slot's (every host has its result)
+    AGG_DUPLICATE = 27  # REDUCE from a child already counted, nothing to answer yet
 
 
 DROP_REASON_COUNT = 32
@@ -326,7 +409,8 @@ def build_frame(
     """Ethernet + collective header (+ mini packet body) + payload, with length and CRC set."""
     if len(payload) > 0xFFFF:  # the in-process fabric may use segments above the MTU
         raise WireError(f"payload of {len(payload)} bytes does not fit payload_len")
-    hdr = replace(hdr, payload_len=len(payload), payload_crc=payload_crc(payload))
+    crc = 0 if hdr.op in AGG_OPS else payload_crc(payload)  # switches rewrite the lanes
+    hdr = replace(hdr, payload_len=len(payload), payload_crc=crc)
     parts = [_ETH.pack(dst_mac, src_mac, ETHERTYPE_COLL), hdr.pack()]
     if mp is not None:
         parts.append(mp.pack())
@@ -365,7 +449,8 @@ def parse_frame(frame: bytes | memoryview, *, check_crc: bool = True) -> Frame:
     if end > len(view):
         raise WireError(f"payload_len {hdr.payload_len} runs past the {len(view)}-byte frame")
     payload = view[offset:end]
-    if check_crc and hdr.payload_len and payload_crc(payload) != hdr.payload_crc:
+    covered = hdr.op not in AGG_OPS  # REDUCE/RESULT carry payload_crc 0 (the FCS covers them)
+    if check_crc and covered and hdr.payload_len and payload_crc(payload) != hdr.payload_crc:
         raise WireError("payload CRC mismatch")
     return Frame(dst, src, hdr, mp, payload)
 

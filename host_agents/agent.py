@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from host_agents.collectives import Call
 from host_agents.comm import Comm, CommOptions, Persistent
 from host_agents.directory import Directory
 from host_agents.engine import Engine, EngineConfig
@@ -49,7 +50,15 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
             if test.sync and test.collective != "barrier":
                 await comm.barrier(algorithm=sync)  # ranks start each iteration together
             instance = Instance(
-                test.collective, seed, index, size, iteration, test.root, comm.size, comm.rank
+                test.collective,
+                seed,
+                index,
+                size,
+                iteration,
+                test.root,
+                comm.size,
+                comm.rank,
+                test.op,
             )
             data = instance.contribution()
             started = time.perf_counter()
@@ -86,13 +95,9 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
 
 
 async def _init_persistent(comm: Comm, test: CollectiveTest, size: int) -> Persistent[Any]:
-    if test.collective == "bcast":
-        return await comm.bcast_init(test.root, size=size, algorithm=test.algorithm)
-    if test.collective == "barrier":
-        return await comm.barrier_init(algorithm=test.algorithm)
-    if test.collective == "scatter":
-        return await comm.scatter_init(test.root, block=size, algorithm=test.algorithm)
-    return await comm.allgather_init(block=size, algorithm=test.algorithm)
+    return await comm.init(
+        test.collective, root=test.root, size=size, algorithm=test.algorithm, op=test.op
+    )
 
 
 async def _one(
@@ -105,14 +110,8 @@ async def _one(
     if persistent is not None:
         persistent.start(data)
         return await persistent.wait()
-    if test.collective == "bcast":
-        return await comm.bcast(data, test.root, size=size, algorithm=test.algorithm)
-    if test.collective == "barrier":
-        return await comm.barrier(algorithm=test.algorithm)
-    if test.collective == "scatter":
-        return await comm.scatter(data, test.root, block=size, algorithm=test.algorithm)
-    assert data is not None
-    return await comm.allgather(data, algorithm=test.algorithm)
+    call = Call(data, test.root, size, test.op)
+    return await comm.run(test.collective, call, algorithm=test.algorithm)
 
 
 async def run_agent(args: argparse.Namespace) -> dict[str, Any]:

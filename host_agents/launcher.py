@@ -53,6 +53,7 @@ class Launcher:
         interfaces: dict[int, str],
         python: str = sys.executable,
         log_level: str = "WARNING",
+        engine_defaults: dict[str, Any] | None = None,
     ) -> None:
         self.spawn = spawn
         self.topology_file = topology_file
@@ -61,6 +62,9 @@ class Launcher:
         self.interfaces = interfaces
         self.python = python
         self.log_level = log_level
+        # EngineConfig values the network dictates (the compiled program's aggregation sizes);
+        # a workload's own engine settings win
+        self.engine_defaults = dict(engine_defaults or {})
         self.runs = 0
 
     def launch(self, workload: Workload, timeout: float = 600.0) -> LaunchResult:
@@ -71,6 +75,7 @@ class Launcher:
         (run / "results").mkdir(parents=True)
         (run / "logs").mkdir()
         workload.rendezvous = f"{run.name}-{time.time_ns()}"
+        workload.engine = {**self.engine_defaults, **workload.engine}
         workload.save(run / "workload.json")
         started = time.perf_counter()
         procs: dict[int, subprocess.Popen[bytes]] = {}

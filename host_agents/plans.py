@@ -14,10 +14,29 @@ call the collective.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from controller import trees, wire
 from host_agents.directory import Directory
-from host_agents.engine import McastPlan
+
+
+@dataclass(frozen=True, slots=True)
+class McastPlan:
+    """Who ACKs a multicast to whom.
+
+    ``ack_target[n]`` is where receiver n sends ACKs and NACKs; ``aggregates[c]`` lists the
+    members co-root c merges (c itself included); ``root_sources`` are the nodes whose merged
+    ACKs the root waits for.
+    """
+
+    receivers: tuple[int, ...]
+    ack_target: dict[int, int]
+    aggregates: dict[int, tuple[int, ...]]
+    root_sources: tuple[int, ...]
+
+
+PlanFunc = Callable[[int, int, int], McastPlan]  # (comm, root, tree) -> plan
 
 
 class PlanBook:

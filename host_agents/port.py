@@ -1,7 +1,7 @@
 """A host's network port: where frames leave and arrive.
 
 Two implementations: :class:`RawSocketPort` (an AF_PACKET socket on the host's interface,
-used on Mininet hosts) and the in-process fabric's port (:mod:`host_agents.fabric`, used by unit
+used on Mininet hosts) and the in-process fabric's port (:mod:`tests.fabric`, used by unit
 tests). The protocol engine sees only :class:`Port`, so every algorithm runs unchanged on both.
 """
 

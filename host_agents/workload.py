@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-COLLECTIVES = ("bcast", "barrier", "scatter", "allgather")
+from host_agents.collectives import Case, collective
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +27,10 @@ class CollectiveTest:
     root: int = 0
     persistent: bool = False
     sync: bool = True  # a barrier before each iteration (OSU style); False: back to back
+    op: str = "sum"  # reductions only (host_agents.reduction)
 
     def __post_init__(self) -> None:
-        if self.collective not in COLLECTIVES:
-            raise ValueError(
-                f"unknown collective {self.collective!r}; known: {', '.join(COLLECTIVES)}"
-            )
+        collective(self.collective)  # raises, naming the known ones
         if self.iterations < 1 or self.warmup < 0:
             raise ValueError("iterations must be at least 1 and warmup at least 0")
         if any(s < 0 for s in self.sizes):
@@ -79,26 +77,18 @@ class Instance:
     root: int
     nranks: int
     rank: int
+    op: str = "sum"
 
     def _bytes(self, owner: int, nbytes: int) -> bytes:
         return pattern(self.seed, self.test, self.size, self.iteration, owner, nbytes)
 
     def contribution(self) -> bytes | None:
         """What the rank passes in (None where it passes nothing)."""
-        if self.collective in ("bcast", "scatter"):
-            whole = self.size * (self.nranks if self.collective == "scatter" else 1)
-            return self._bytes(self.root, whole) if self.rank == self.root else None
-        if self.collective == "allgather":
-            return self._bytes(self.rank, self.size)
-        return None
+        return collective(self.collective).contribution(self._case())
 
     def expected(self) -> bytes | None:
-        """What the rank must end with (None for a barrier)."""
-        if self.collective == "bcast":
-            return self._bytes(self.root, self.size)
-        if self.collective == "scatter":
-            whole = self._bytes(self.root, self.size * self.nranks)
-            return whole[self.rank * self.size : (self.rank + 1) * self.size]
-        if self.collective == "allgather":
-            return b"".join(self._bytes(r, self.size) for r in range(self.nranks))
-        return None
+        """What the rank must end with (None where nothing is checked, e.g. a barrier)."""
+        return collective(self.collective).expected(self._case())
+
+    def _case(self) -> Case:
+        return Case(self._bytes, self.root, self.nranks, self.rank, self.size, self.op)

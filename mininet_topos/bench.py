@@ -4,7 +4,7 @@ For each collective, algorithm and size it runs one workload on every host and r
 switches' per-port counters before and after, so each row of the OSU-style table carries the
 bytes the operation put on links, on global links, and its ratio to the physical minimum (each
 link carrying each segment once). It also measures the persistent broadcast (install once,
-start many times: seed 002) and the two ways of replicating membership written by mini
+start many times: [Tofu2]) and the two ways of replicating membership written by mini
 packets (port-subset groups against one all-ports group filtered in egress). Everything runs
 in one invocation so comparisons are ratios from the same machine state.
 
@@ -30,9 +30,10 @@ from typing import Any
 
 from controller import p4info, routing, trees, wire
 from controller.topology import Topology
-from host_agents import algorithms
+from host_agents.collectives import COLLECTIVES
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
+from mininet_topos.bmv2 import describe, timing_warning
 from mininet_topos.linkfaults import Impairment
 from mininet_topos.network import NetcollNetwork, NetworkOptions
 
@@ -43,14 +44,25 @@ FULL_SIZES = {
     "scatter": (1, 1024, 16384),
     "allgather": (1, 1024, 16384),
     "barrier": (0,),
+    "allreduce": (4, 1024, 65536),
+    "reduce": (1024, 65536),
 }
-QUICK_SIZES = {"bcast": (1, 16384), "scatter": (1024,), "allgather": (1024,), "barrier": (0,)}
+QUICK_SIZES = {
+    "bcast": (1, 16384),
+    "scatter": (1024,),
+    "allgather": (1024,),
+    "barrier": (0,),
+    "allreduce": (4, 1024),
+    "reduce": (1024,),
+}
 DIRECT = "direct links (no emulator)"  # how rows without --loss are labelled
 BASELINES = {
     "bcast": "binomial",
     "barrier": "dissemination",
     "scatter": "tree",
     "allgather": "ring",
+    "allreduce": "recursive_doubling",
+    "reduce": "binomial",
 }
 
 
@@ -119,6 +131,12 @@ def minimum_bytes(
             tree = trees.innet_tree(topo, members, r)
             total += sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
         return total
+    if collective in ("allreduce", "reduce"):
+        # the switches' aggregation: each vector up every barrier-tree link once and the
+        # result down it once (a reduce could stop at the root: the same order of bytes)
+        tree = trees.barrier_tree(topo, members)
+        links = len(tree.nodes) - 1 + len(members)
+        return 2 * sum(frame_bytes(size)) * links
     if collective == "scatter":
         source = members[root]
         return sum(
@@ -173,7 +191,7 @@ def compare_algorithms(
     meter = LinkMeter(net)
     settings: list[Impairment | None] = list(losses) if losses else [None]
     rows: dict[str, list[Row]] = {label_of(s): [] for s in settings}
-    for collective, table in algorithms.REGISTRY.items():
+    for collective, table in ((c.name, c.algorithms) for c in COLLECTIVES.values()):
         if collectives and collective not in collectives:
             continue
         for name in table:
@@ -332,7 +350,7 @@ def _time(us: float) -> str:
 def persistent_vs_plain(
     net: NetcollNetwork, size: int, iterations: int, seed: int
 ) -> dict[str, Any]:
-    """Seed 002: install a root's trees once (bcast_init), then start many times."""
+    """[Tofu2]: install a root's trees once (bcast_init), then start many times."""
     members = tuple(h.node_id for h in net.topo.hosts)
     tests = [
         CollectiveTest(
@@ -368,8 +386,7 @@ def replication_modes(
         net = NetcollNetwork(
             NetworkOptions(**{**asdict(options), "replication": mode, "membership": "mp"})
         )
-        try:
-            net.start()
+        with net:
             members = tuple(h.node_id for h in net.topo.hosts)
             comm_id, install = net.create_comm(members)
             assert net.control is not None
@@ -392,8 +409,6 @@ def replication_modes(
                 f"  replication {mode:9s}: bcast {size} B {out[mode]['bcast_avg_us']:.0f} us, "
                 f"install {install * 1e3:.0f} ms, {filtered} copies made and dropped in egress"
             )
-        finally:
-            net.stop()
     return out
 
 
@@ -410,7 +425,7 @@ def plot(rows: list[Row], out: Path, suffix: str = "") -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
-    for collective in ("bcast", "scatter", "allgather"):
+    for collective in ("bcast", "scatter", "allgather", "allreduce"):
         chosen = [r for r in rows if r.collective == collective]
         if not chosen:
             continue
@@ -459,10 +474,14 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     losses = loss_settings(args.loss)
     options = network_options(args, losses)
+    switches = describe(options.bmv2)
+    print(f"*** BMv2: {switches['binary']} ({switches['flavour']} build)")
+    if (warning := timing_warning(options.bmv2)) is not None:
+        print(f"*** {warning}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     net = NetcollNetwork(options)
-    try:
-        print(f"*** {net.start()}")
+    with net:
+        print(f"*** {net.report}")
         if losses:
             print("*** loss settings, each cell in turn: " + "; ".join(map(label_of, losses)))
         rows = compare_algorithms(
@@ -478,14 +497,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_extras:
             print(f"*** persistent broadcast (install once, start {args.iterations} times)")
             persistent = persistent_vs_plain(net, 16384, args.iterations * 4, args.seed)
-    finally:
-        net.stop()
     replication: dict[str, Any] = {}
     if not args.no_extras:
         print("*** replication of mini-packet membership")
         replication = replication_modes(options, 16384, args.iterations, args.seed)
     meta = {
         "topology": args.topo,
+        "bmv2": switches,
         "iterations": args.iterations,
         "seed": args.seed,
         "links": "link emulator" if losses else "direct",

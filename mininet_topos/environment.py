@@ -658,6 +658,25 @@ def check_simple_switch_grpc() -> Check:
     )
 
 
+def check_bmv2_build() -> Check:
+    """Which simple_switch_grpc runs (NETCOLL_BMV2 or PATH) and whether it is built for
+    timing; optional: a logging build works, only slower."""
+    from mininet_topos.bmv2 import BINARY_ENV, build_flavour, default_binary
+
+    binary = default_binary()
+    flavour = build_flavour(binary)
+    hint = (
+        f"time on a BMv2 built without logging macros, event logger and packet trace at -O3, "
+        f"installed apart and named by {BINARY_ENV} (make BMV2=...)"
+    )
+    return Check(
+        "BMv2 build (timing)",
+        flavour == "speed",
+        f"{flavour} build: {shutil.which(binary) or binary}",
+        "" if flavour == "speed" else hint,
+    )
+
+
 def check_thrift_server() -> Check:
     """Does simple_switch_grpc serve the Thrift runtime (registers, simple_switch_CLI)?
 
@@ -853,6 +872,7 @@ def doctor_report() -> list[Check]:
         check_p4c,
         check_p4test,
         check_simple_switch_grpc,
+        check_bmv2_build,
         check_thrift_server,
         check_simple_switch_cli,
         check_cli_thrift,

@@ -14,8 +14,10 @@ import random
 import sys
 from pathlib import Path
 
+from host_agents.collectives import COLLECTIVES
 from host_agents.report import format_table, save
-from host_agents.workload import COLLECTIVES, CollectiveTest, Workload
+from host_agents.workload import CollectiveTest, Workload
+from mininet_topos.bmv2 import default_binary, describe
 from mininet_topos.network import NetcollNetwork
 from mininet_topos.run import add_network_arguments, with_network
 
@@ -33,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_network_arguments(parser)
-    parser.add_argument("--collective", required=True, choices=COLLECTIVES)
+    parser.add_argument("--collective", required=True, choices=list(COLLECTIVES))
     parser.add_argument("--algorithms", default="auto", help="comma-separated algorithm names")
     parser.add_argument(
         "--sizes",
@@ -82,7 +84,7 @@ def launch(net: NetcollNetwork, args: argparse.Namespace, seed: int) -> int:
     )
     result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed, split=args.split))
     print(format_table(result.rows))
-    meta = {"seed": seed, "topology": args.topo}
+    meta = {"seed": seed, "topology": args.topo, "bmv2": describe(default_binary())}
     json_path, _ = save(result.rows, args.out, f"launch-{args.collective}-{seed}", meta)
     print(f"*** results in {json_path}")
     for error in result.errors[:10]:

@@ -1,10 +1,11 @@
 """Bring a netcoll network up and down: Mininet hosts and links, BMv2 switches, the control
 plane, the communicator service.
 
-    net = NetcollNetwork(NetworkOptions(spec="df:2,4,2"))
-    report = net.start()          # bring-up time, measured phase by phase
-    ...                           # net.launcher(), net.control, net.mininet
-    net.stop()
+    with NetcollNetwork(NetworkOptions(spec="df:2,4,2")) as net:
+        print(net.report)         # bring-up time, measured phase by phase
+        ...                       # net.launcher(), net.control, net.mininet
+
+Leaving the block tears everything down, also when the bring-up itself failed half-way.
 
 The control plane runs on an asyncio loop in a background thread, so the Mininet CLI stays
 responsive; :meth:`NetcollNetwork.call` runs a coroutine there and waits, bounded.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -32,6 +34,7 @@ from typing import Any, TypeVar
 from mininet.net import Mininet
 
 from controller import topology as model
+from controller.callers import NetnsCallers
 from controller.desired_state import Membership
 from controller.drivers.p4runtime import SwitchEndpoint
 from controller.drivers.thrift import ThriftClient, ThriftUnavailable
@@ -39,7 +42,7 @@ from controller.runtime import ControlPlane
 from controller.service import CommService
 from host_agents.launcher import Launcher
 from host_agents.port import RawSocketPort
-from host_agents.service_client import ServiceClient
+from mininet_topos.bmv2 import Bmv2Options, default_binary
 from mininet_topos.linkemu import EmulatorClient, Impairment
 from mininet_topos.nodes import Bmv2Switch, RecordedHost, RecordedLink
 from mininet_topos.runstate import RunRegistry, stop_run
@@ -71,6 +74,7 @@ class NetworkOptions:
     fault_seed: int = 1
     grpc_base: int = 29100  # below the ephemeral range (32768+): no client socket takes it
     thrift_base: int = 19100
+    bmv2: str = field(default_factory=default_binary)  # simple_switch_grpc to run (path/name)
 
 
 @dataclass
@@ -152,6 +156,17 @@ class NetcollNetwork:
 
     # -- bring-up ------------------------------------------------------------------------------
 
+    def __enter__(self) -> NetcollNetwork:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()  # whatever came up before the failure
+            raise
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
     def start(self) -> BringUp:
         opts = self.options
         if os.geteuid() != 0:
@@ -164,7 +179,7 @@ class NetcollNetwork:
                 raise BringUpError(f"{path} is missing: run 'make build'")
         self._check_ports()
         if threading.current_thread() is threading.main_thread():
-            # `kill` (SIGTERM) unwinds like Ctrl-C, so the caller's stop() tears the network down
+            # `kill` (SIGTERM) unwinds like Ctrl-C, so leaving the `with` block tears it down
             signal.signal(signal.SIGTERM, _exit_on_sigterm)
         started = time.perf_counter()
         shutil.rmtree(opts.run_dir, ignore_errors=True)
@@ -172,21 +187,22 @@ class NetcollNetwork:
         opts.log_dir.mkdir(parents=True, exist_ok=True)
         self.registry = RunRegistry(f"net-{os.getpid()}")
         self.registry.record_file(opts.run_dir)
-        for cls in (RecordedHost, Bmv2Switch):
-            cls.registry = self.registry
-        RecordedLink.registry = self.registry
-        Bmv2Switch.run_dir = opts.run_dir
-        Bmv2Switch.grpc_base, Bmv2Switch.thrift_base = opts.grpc_base, opts.thrift_base
-        Bmv2Switch.log_level = opts.log_level
-        Bmv2Switch.pcap_dir = opts.log_dir if opts.pcap else None
+        bmv2 = Bmv2Options(
+            run_dir=opts.run_dir,
+            grpc_base=opts.grpc_base,
+            thrift_base=opts.thrift_base,
+            log_level=opts.log_level,
+            pcap_dir=opts.log_dir if opts.pcap else None,
+            binary=opts.bmv2,
+        )
 
         mininet_topo = NetcollTopo(net=self.topo, relay=opts.emulate_links)
         self.emulated = mininet_topo.emulated
         self.mininet = Mininet(
             topo=mininet_topo,
-            switch=Bmv2Switch,
-            host=RecordedHost,
-            link=RecordedLink,
+            switch=functools.partial(Bmv2Switch, options=bmv2, registry=self.registry),
+            host=functools.partial(RecordedHost, registry=self.registry),
+            link=functools.partial(RecordedLink, registry=self.registry),
             controller=None,
             autoSetMacs=False,
             build=False,
@@ -228,7 +244,11 @@ class NetcollNetwork:
         )
         control = self.control
         self.loop.call(control.start(opts.ready_timeout), opts.ready_timeout + 10)
-        self.service = CommService(control, self.service_path)
+        # the service tells callers apart by the network namespace of the connecting process
+        host_pids = {h.node_id: self.mininet.get(h.name).pid for h in self.topo.hosts}
+        self.service = CommService(
+            control, self.service_path, callers=NetnsCallers.from_host_pids(host_pids)
+        )
         self.loop.call(self.service.start(), 10)
         self.report.programming_s = time.perf_counter() - phase
         self.report.total_s = time.perf_counter() - started
@@ -295,8 +315,11 @@ class NetcollNetwork:
     def restart_switch(self, index: int, timeout: float = 60.0) -> float:
         """Kill a switch's BMv2 process and start a fresh one on the same ports; returns the
         seconds until the control plane had programmed it again."""
-        assert self.mininet is not None and self.control is not None
-        switch = next(s for s in self.mininet.switches if s.index == index)
+        if self.mininet is None or self.control is None:
+            raise BringUpError("the network is not running")
+        switch = next((s for s in self.mininet.switches if s.index == index), None)
+        if switch is None:
+            raise ValueError(f"no switch {index}: the switches are 0..{self.topo.num_switches - 1}")
         started = time.perf_counter()
         connections = self.control.switches[index].connections
         switch.restart(timeout)
@@ -399,20 +422,26 @@ class NetcollNetwork:
             service=self.service_path,
             run_dir=workloads,
             interfaces={h.node_id: f"{h.name}-eth0" for h in self.topo.hosts},
+            engine_defaults=self._engine_defaults(),
         )
 
+    def _engine_defaults(self) -> dict[str, Any]:
+        """What agents must agree on with the compiled program (sizes read from P4Info)."""
+        if self.control is None:
+            return {}
+        sizes = self.control.sizes
+        return {"agg_lanes": sizes.agg_lanes, "agg_window": sizes.agg_window}
+
     def create_comm(self, members: tuple[int, ...], **kwargs: Any) -> tuple[int, float]:
-        """A communicator over ``members`` through the service; (comm id, install seconds)."""
+        """A communicator over ``members``; (comm id, install seconds)."""
+        reply = self.operator("create", members=list(members), **kwargs)
+        return int(reply["comm_id"]), float(reply["install_seconds"])
 
-        async def create() -> tuple[int, float]:
-            client = ServiceClient(self.service_path)
-            try:
-                reply = await client.call("create", members=list(members), **kwargs)
-            finally:
-                await client.close()
-            return int(reply["comm_id"]), float(reply["install_seconds"])
-
-        return asyncio.run(create())
+    def operator(self, op: str, **params: Any) -> dict[str, Any]:
+        """A communicator-service request made as the operator: the same path (validation,
+        bookkeeping, all-or-nothing changes) agents take over the socket."""
+        assert self.service is not None, "the network is not up"
+        return self.call(self.service.handle({"op": op, **params}), 120)
 
     @contextlib.contextmanager
     def communicator(self, members: tuple[int, ...], **kwargs: Any) -> Iterator[tuple[int, float]]:
@@ -425,9 +454,8 @@ class NetcollNetwork:
             self.free_comm(comm_id)
 
     def free_comm(self, comm_id: int) -> None:
-        """Remove a communicator's switch state (the service's collective free, at once)."""
-        assert self.control is not None
-        self.call(self.control.free(comm_id), 120)
+        """Remove a communicator and its switch state at once (the operator's free)."""
+        self.operator("free", comm_id=comm_id)
 
     # -- teardown ------------------------------------------------------------------------------
 

@@ -6,20 +6,23 @@ Everything a run creates is written to the run registry before (interfaces) or r
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from mininet.link import Link
 from mininet.node import Host, Switch
 
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
+from mininet_topos.bmv2 import Bmv2Options, Bmv2Process
 from mininet_topos.runstate import RunRegistry
 
 
 class Recorded:
-    """Mixin: record a node's shell process in the run registry."""
+    """Mixin: record a node's shell process in the run registry given to the node.
 
-    registry: ClassVar[RunRegistry | None] = None
+    Mininet builds nodes from a class or any callable, so a network hands its registry (and a
+    switch its options) to every node it builds with ``functools.partial``.
+    """
+
+    registry: RunRegistry | None
 
     def startShell(self, *args: Any, **kwargs: Any) -> None:
         super().startShell(*args, **kwargs)  # type: ignore[misc]
@@ -28,17 +31,22 @@ class Recorded:
 
 
 class RecordedHost(Recorded, Host):
-    pass
+    def __init__(self, name: str, registry: RunRegistry | None = None, **params: Any) -> None:
+        self.registry = registry  # before Host.__init__: it starts the shell
+        super().__init__(name, **params)
 
 
 class RecordedLink(Link):
-    registry: ClassVar[RunRegistry | None] = None
+    def __init__(
+        self, node1: Any, node2: Any, registry: RunRegistry | None = None, **params: Any
+    ) -> None:
+        self.registry = registry  # before Link.__init__: it makes the interfaces
+        super().__init__(node1, node2, **params)
 
-    @classmethod
-    def makeIntfPair(cls, intfname1: str, intfname2: str, *args: Any, **kwargs: Any) -> Any:
-        if cls.registry is not None:
+    def makeIntfPair(self, intfname1: str, intfname2: str, *args: Any, **kwargs: Any) -> Any:
+        if self.registry is not None:
             for name in (intfname1, intfname2):
-                cls.registry.record_link(name)
+                self.registry.record_link(name)
         return super().makeIntfPair(intfname1, intfname2, *args, **kwargs)
 
 
@@ -46,41 +54,35 @@ class Bmv2Switch(Recorded, Switch):
     """A BMv2 ``simple_switch_grpc`` as a Mininet switch.
 
     The port numbers are the topology's (``ncs3-eth4`` is port 4); the pipeline and every
-    entry come later over P4Runtime. ``index`` gives the device id and the distinct gRPC and
-    Thrift ports (``grpc_base + index``, ``thrift_base + index``).
+    entry come later over P4Runtime. ``index`` gives the device id and, with ``options``, the
+    distinct gRPC and Thrift ports (``grpc_base + index``, ``thrift_base + index``).
     """
 
-    run_dir: ClassVar[Path] = Path("/tmp/netcoll-run")
-    grpc_base: ClassVar[int] = 29100
-    thrift_base: ClassVar[int] = 19100
-    log_level: ClassVar[str | None] = None
-    pcap_dir: ClassVar[Path | None] = None
-
-    def __init__(self, name: str, index: int = 0, **params: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        index: int = 0,
+        options: Bmv2Options | None = None,
+        registry: RunRegistry | None = None,
+        **params: Any,
+    ) -> None:
+        self.registry = registry  # before Switch.__init__: it starts the shell
+        self.options = options or Bmv2Options()
         super().__init__(name, dpid=f"{index + 1:x}", **params)
         self.index = index
         self.process: Bmv2Process | None = None
 
     @property
     def grpc_address(self) -> str:
-        return f"127.0.0.1:{self.grpc_base + self.index}"
+        return self.options.grpc_address(self.index)
 
     @property
     def thrift_port(self) -> int:
-        return self.thrift_base + self.index
+        return self.options.thrift_port(self.index)
 
     def start(self, controllers: list[Any]) -> None:
         ports = {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
-        config = Bmv2Config(
-            name=self.name,
-            device_id=self.index + 1,
-            ports=ports,
-            grpc_address=self.grpc_address,
-            run_dir=self.run_dir,
-            thrift_port=self.thrift_port,
-            log_level=self.log_level,
-            pcap_dir=self.pcap_dir,
-        )
+        config = self.options.config(self.name, self.index, ports)
         self.process = Bmv2Process(config, self.registry)
         self.process.start()
 

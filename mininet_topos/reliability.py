@@ -343,23 +343,23 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
     budget = Budget(args.budget, time.monotonic())
     save()
     try:
-        print(f"*** {net.start()}")
-        run_matrix(
-            net,
-            results,
-            save,
-            target=args.ops,
-            chunk=args.chunk,
-            budget=budget,
-            seed=args.seed,
-            run=index,
-            which=args.members,
-        )
+        with net:
+            print(f"*** {net.report}")
+            run_matrix(
+                net,
+                results,
+                save,
+                target=args.ops,
+                chunk=args.chunk,
+                budget=budget,
+                seed=args.seed,
+                run=index,
+                which=args.members,
+            )
     except BringUpError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        net.stop()
         results.runs[index].finished = _now()
         save()
     cells = results.ordered_cells(matrix_keys())

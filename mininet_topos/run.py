@@ -2,8 +2,8 @@
 
     python -m mininet_topos.run --topo df:2,4,2 [--log-level debug] [--pcap] [--world]
 
-Besides Mininet's own commands the CLI has ``comm``, ``coll``, ``comms``, ``counters``,
-``tables``, ``barrier`` and ``restart`` (``help <command>`` explains each).
+Besides Mininet's own commands the CLI has ``comm``, ``free``, ``comms``, ``coll``,
+``counters``, ``tables``, ``barrier`` and ``restart`` (``help <command>`` explains each).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from mininet.cli import CLI
 
 from controller.p4info import ProgramError
+from controller.runtime import CommunicatorError
 from controller.switch_state import CapacityError
 from controller.topology import TopologyError
 from host_agents.report import format_table
@@ -156,6 +157,20 @@ class NetcollCLI(CLI):
         except Exception as exc:
             print(f"error: {exc}")
 
+    def do_restart(self, line: str) -> None:
+        """restart SWITCH_INDEX: kill a switch's BMv2 process and start a fresh one on the same
+        ports (tables, groups and registers lost); returns once the control plane has
+        programmed it again."""
+        if not line.strip().isdigit():
+            print("usage: restart SWITCH_INDEX")
+            return
+        try:
+            index = int(line)
+            seconds = self.netcoll.restart_switch(index)
+            print(f"switch {index} restarted and programmed again in {seconds:.1f} s")
+        except Exception as exc:
+            print(f"error: {exc}")
+
     def do_barrier(self, line: str) -> None:
         """barrier SWITCH_INDEX COMM: a barrier slot read back by mini packet."""
         try:
@@ -196,20 +211,15 @@ def with_network(args: argparse.Namespace, what: str, body: Callable[[NetcollNet
     )
     try:
         net = NetcollNetwork(options_from(args))
-    except TopologyError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
         print(
             f"*** {what} {args.topo}: {net.topo.num_hosts} hosts, {net.topo.num_switches} switches"
         )
-        print(f"*** {net.start()}")
-        return body(net)
-    except (BringUpError, TopologyError, CapacityError, ProgramError) as exc:
+        with net:
+            print(f"*** {net.report}")
+            return body(net)
+    except (BringUpError, TopologyError, CapacityError, ProgramError, CommunicatorError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        net.stop()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The management node: writes and reads switch registers with mini packets (seed 000).
+"""The management node: writes and reads switch registers with mini packets ([Ragasa]).
 
 Each mini packet names its target switch and a slot and carries a generation; switches on
 the way forward it, the target applies it if the generation is newer and answers MP_REPLY.
@@ -55,6 +55,20 @@ class _Cache:
 
 EMPTY_TREE = TreeSlot(parent_port=0, children=0)
 EMPTY_BARRIER = BarrierSlot(parent_port=0, child_mask=0)
+
+
+def same_barrier(held: BarrierSlot | None, wanted: BarrierSlot) -> bool:
+    """Whether a switch holding ``held`` already has the barrier slot ``wanted``.
+
+    The epoch a slot starts from matters only when it is written: after that the switch counts
+    on by itself, and writing the slot again would move its released epoch back (every later
+    barrier would then be out of window and hang). So a slot with the same tree is never
+    rewritten for a new base epoch; only a restarted switch (``forget``) gets it again."""
+    return (
+        held is not None
+        and held.parent_port == wanted.parent_port
+        and held.child_mask == wanted.child_mask
+    )
 
 
 class MiniPacketDriver:
@@ -184,7 +198,7 @@ class MiniPacketDriver:
         for slot in set(cache.tree) - set(state.tree_slots):
             writes.append(self._push_tree(cache, node, slot, None))
         for comm, barrier in state.barrier_slots.items():
-            if cache.barrier.get(comm) != barrier:
+            if not same_barrier(cache.barrier.get(comm), barrier):
                 writes.append(self._push_barrier(cache, node, comm, barrier))
         for comm in set(cache.barrier) - set(state.barrier_slots):
             writes.append(self._push_barrier(cache, node, comm, None))

@@ -1,4 +1,4 @@
-"""Allgather algorithms (seed 004 and MPICH).
+"""Allgather algorithms ([DF-scatter] and MPICH).
 
 ``ring`` (P-1 steps to the right neighbour), ``bruck`` (ceil(log2 P) steps, any P),
 ``recursive_doubling`` (log2 steps; ranks beyond the largest power of two fold their block
@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from controller import wire
+from host_agents.context import Tree
 
 if TYPE_CHECKING:
-    from host_agents.comm import CollCtx
+    from host_agents.context import CollectiveContext as Ctx
 
 
-async def _ring(ctx: CollCtx, recvbuf: bytearray, block: int, order: list[int]) -> None:
+async def _ring(ctx: Ctx, recvbuf: bytearray, block: int, order: list[int]) -> None:
     size = ctx.size
     view = memoryview(recvbuf)
     position = order.index(ctx.rank)
@@ -32,21 +32,21 @@ async def _ring(ctx: CollCtx, recvbuf: bytearray, block: int, order: list[int]) 
         await ctx.wait(sent, f"ring step {step}: sending to rank {right}")
 
 
-async def ring(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+async def ring(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     await _ring(ctx, recvbuf, block, list(range(ctx.size)))
 
 
-def tar_order(ctx: CollCtx) -> list[int]:
+def tar_order(ctx: Ctx) -> list[int]:
     """Ranks sorted by (group, router, rank): neighbours in the ring share a router or a
     group wherever possible, so a step crosses one global link per group."""
     return sorted(range(ctx.size), key=lambda r: (ctx.group_of(r), ctx.switch_of(r), r))
 
 
-async def tar(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+async def tar(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     await _ring(ctx, recvbuf, block, tar_order(ctx))
 
 
-async def bruck(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+async def bruck(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     size, rank = ctx.size, ctx.rank
     # work in rotated order: position i holds the block of rank (rank + i) % size
     work = bytearray(size * block)
@@ -67,7 +67,7 @@ async def bruck(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
         recvbuf[owner * block : (owner + 1) * block] = work[i * block : (i + 1) * block]
 
 
-async def recursive_doubling(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+async def recursive_doubling(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     size, rank = ctx.size, ctx.rank
     core = 1
     while core * 2 <= size:
@@ -113,83 +113,56 @@ async def recursive_doubling(ctx: CollCtx, recvbuf: bytearray, block: int) -> No
 
 
 IN_FLIGHT_SEGMENTS = 64  # multicast segments published at once across the communicator
-# roots a receiver asks for repairs after one silence: the first silences under load are mostly
-# data still queued, and asking every root at once makes repairs that queue behind it too
-ASK_AT_ONCE = 8
 
 
-async def innet(ctx: CollCtx, recvbuf: bytearray, block: int) -> None:
+async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     """Every rank publishes its block on its own switch tree, a sliding window of ranks at a
     time: rank r publishes once it holds the block of rank r - W, W chosen so about
     IN_FLIGHT_SEGMENTS segments are multicast at once (72 ranks publishing 16 KiB together
     overflow BMv2's port buffers and the repairs that follow). Receivers ask the roots for
-    what is missing whenever arrivals fall silent (repairs come by unicast), and one switch
+    what is missing whenever arrivals fall silent (the repair pacer of
+    host_agents/transport/publish.py decides whom to ask, and when), and one switch
     barrier tells everyone that every rank has every block, which is when the published
     blocks can go. No per-multicast ACKs: P^2 of them would dwarf the data."""
-    engine, comm, epoch = ctx.engine, ctx.comm.comm_id, ctx.epoch
     view = memoryview(recvbuf)
-    segments = max(1, -(-block // engine.cfg.segment_size))
+    segments = max(1, -(-block // ctx.segment_size))
     window = max(1, IN_FLIGHT_SEGMENTS // segments)
     gate = ctx.rank - window  # publish once this rank's block is here
     mine = bytes(view[ctx.rank * block : (ctx.rank + 1) * block])
-    published = None
+    published: object | None = None
     pending = {
-        rank: engine.mcast_incoming(ctx.node(rank), comm, epoch, wire.Tree.INNET, block)
+        rank: ctx.multicast_incoming(rank, Tree.INNET, block)
         for rank in range(ctx.size)
         if rank != ctx.rank
     }
     try:
         ctx.step = "receive every block"
-        quiet = engine.repair_quiet
-        silent_since = engine.loop.time()
-        asked: dict[int, tuple[int, float, float]] = {}  # rank -> (progress, next ask, backoff)
+        pacer = ctx.repair_pacer(window)  # when to ask which ranks for repairs
         while True:
             if published is None and (gate < 0 or gate not in pending):
-                published = engine.mcast_publish(comm, epoch, wire.Tree.INNET, mine)
+                published = ctx.publish(Tree.INNET, mine)
             if not pending:
                 break
             done, _ = await asyncio.wait(
                 [m.done for m in pending.values()],
-                timeout=quiet,
+                timeout=pacer.quiet,
                 return_when=asyncio.FIRST_COMPLETED,
             )
             for rank, msg in list(pending.items()):
                 if msg.done.done():
                     view[rank * block : (rank + 1) * block] = msg.done.result()
-                    engine.consume(msg)
+                    ctx.consume(msg)
                     del pending[rank]
-            now = engine.loop.time()
+            now = ctx.now()
             if done:
-                quiet, silent_since = engine.repair_quiet, now
+                pacer.arrived(now)
                 continue
-            if now - silent_since > ctx.comm.options.progress_timeout:
+            if now - pacer.silent_since > ctx.progress_timeout:
                 missing = sorted(pending)[:8]
                 raise ctx.error(f"blocks of ranks {missing} never arrived ({len(pending)} missing)")
-            # silence: ask for what is missing, but only from ranks that can have published
-            # (blocks already partly here first, then the lowest `window` of the rest: a higher
-            # rank waits for a lower one), at most ASK_AT_ONCE of them, and each root again only
-            # after its own backoff, doubling while its block makes no progress (the repair may
-            # be on its way). Asking all 71 ranks every time is a NACK storm that starves the
-            # data it asks for.
-            unseen_asked = asked_now = 0
-            for rank, msg in sorted(pending.items(), key=lambda kv: (kv[1].n_received == 0, kv[0])):
-                if asked_now == ASK_AT_ONCE:
-                    break
-                if msg.n_received == 0:
-                    if unseen_asked == window:
-                        continue
-                    unseen_asked += 1
-                progress, next_at, backoff = asked.get(rank, (-1, 0.0, engine.repair_quiet))
-                if progress != msg.n_received:
-                    backoff = engine.repair_quiet
-                elif now < next_at:
-                    continue
-                engine.request_missing(msg, ctx.node(rank))
-                asked_now += 1
-                asked[rank] = (msg.n_received, now + backoff, min(backoff * 2, engine.cfg.rto_max))
-            quiet = min(quiet * 2, engine.cfg.rto_max)
+            pacer.silence(pending, now)
         ctx.step = "confirm with a switch barrier"
         await ctx.switch_barrier()
     finally:
         if published is not None:
-            engine.mcast_withdraw(published)
+            ctx.withdraw(published)

@@ -1,4 +1,4 @@
-"""Barrier algorithms (seed 003).
+"""Barrier algorithms ([NIC-barrier]).
 
 ``innet``: the switches count arrivals and release the tree. Host-based: ``dissemination``
 (ceil(log2 N) rounds, rank r signals r + 2^k), ``pairwise`` (recursive doubling; the ranks
@@ -14,22 +14,17 @@ from typing import TYPE_CHECKING
 from host_agents.algorithms.binomial import children, parent
 
 if TYPE_CHECKING:
-    from host_agents.comm import CollCtx
+    from host_agents.context import CollectiveContext as Ctx
 
 EMPTY = b""
 
 
-async def innet(ctx: CollCtx) -> None:
+async def innet(ctx: Ctx) -> None:
     ctx.step = f"ARRIVE epoch {ctx.epoch}"
-    opts = ctx.comm.options
-    await ctx.wait(
-        # waiting for the others to arrive is bounded like waiting for a first byte
-        ctx.engine.barrier_arrive(ctx.comm.comm_id, ctx.epoch, opts.first_data_timeout),
-        "waiting for the switches' RELEASE",
-    )
+    await ctx.arrive()
 
 
-async def dissemination(ctx: CollCtx) -> None:
+async def dissemination(ctx: Ctx) -> None:
     size, rank = ctx.size, ctx.rank
     distance, round_ = 1, 0
     while distance < size:
@@ -41,7 +36,7 @@ async def dissemination(ctx: CollCtx) -> None:
         round_ += 1
 
 
-async def pairwise(ctx: CollCtx) -> None:
+async def pairwise(ctx: Ctx) -> None:
     size, rank = ctx.size, ctx.rank
     core = 1
     while core * 2 <= size:
@@ -77,7 +72,7 @@ async def pairwise(ctx: CollCtx) -> None:
         await ctx.send(rank + 1, 99, EMPTY)
 
 
-async def gather_bcast(ctx: CollCtx) -> None:
+async def gather_bcast(ctx: Ctx) -> None:
     """Arrivals gathered up a binomial tree to rank 0, the release sent back down it."""
     size, rank = ctx.size, ctx.rank
     below = children(rank, size)

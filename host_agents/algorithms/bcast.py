@@ -1,11 +1,11 @@
 """Broadcast algorithms.
 
-In-network: ``innet`` (one multicast along the switch-only tree) and ``ragasa`` (seed 000: the
+In-network: ``innet`` (one multicast along the switch-only tree) and ``ragasa`` ([Ragasa]: the
 root's router replicates to one relay per remote group, each relay re-broadcasts within its
 group through its routers, routers deliver to their hosts). Host-based baselines:
 ``binomial`` (store and forward, MPICH's short-message algorithm), ``scatter_allgather``
 (van de Geijn: binomial scatter then ring allgather), ``chain`` (pipelined, segmented) and
-``trinary3`` (seed 002's Trinaryx3: three fragments over three pipelined ternary trees whose
+``trinary3`` ([Tofu2]'s Trinaryx3: three fragments over three pipelined ternary trees whose
 inner ranks differ).
 """
 
@@ -14,67 +14,61 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from controller import wire
 from host_agents.algorithms.binomial import children, parent, subtree_end
-from host_agents.plans import ragasa_relays
+from host_agents.context import Tree
 
 if TYPE_CHECKING:
-    from host_agents.comm import CollCtx
+    from host_agents.context import CollectiveContext as Ctx
 
 
-def vrank(ctx: CollCtx, root: int) -> int:
+def vrank(ctx: Ctx, root: int) -> int:
     return (ctx.rank - root) % ctx.size
 
 
-def real(ctx: CollCtx, v: int, root: int) -> int:
+def real(ctx: Ctx, v: int, root: int) -> int:
     return (v + root) % ctx.size
 
 
-async def innet(ctx: CollCtx, buf: bytearray, root: int) -> None:
-    engine, comm = ctx.engine, ctx.comm.comm_id
+async def innet(ctx: Ctx, buf: bytearray, root: int) -> None:
     if ctx.rank == root:
         ctx.step = "multicast"
-        await ctx.wait(engine.mcast_send(comm, ctx.epoch, wire.Tree.INNET, buf), "multicasting")
+        await ctx.wait(ctx.multicast(Tree.INNET, buf), "multicasting")
         return
     ctx.step = "receive"
-    msg = engine.mcast_incoming(ctx.node(root), comm, ctx.epoch, wire.Tree.INNET, len(buf))
+    msg = ctx.multicast_incoming(root, Tree.INNET, len(buf))
     buf[:] = await ctx.wait_incoming(msg, f"waiting for the multicast of rank {root}")
 
 
-async def ragasa(ctx: CollCtx, buf: bytearray, root: int) -> None:
-    engine, comm, epoch = ctx.engine, ctx.comm.comm_id, ctx.epoch
-    directory = engine.directory
-    root_node = ctx.node(root)
-    me = engine.node
-    relays = ragasa_relays(directory, ctx.comm.members, root_node)
+async def ragasa(ctx: Ctx, buf: bytearray, root: int) -> None:
+    relays = ctx.relays(root)
     if ctx.rank == root:
         ctx.step = "phase 1 and own group"
         sends = []
         if relays:
-            sends.append(engine.mcast_send(comm, epoch, wire.Tree.RAGASA_SPREAD, buf))
-        sends.append(engine.mcast_send(comm, epoch, wire.Tree.RAGASA_GROUP, buf))
+            sends.append(ctx.multicast(Tree.RAGASA_SPREAD, buf))
+        sends.append(ctx.multicast(Tree.RAGASA_GROUP, buf))
         await ctx.wait_all(sends, "multicasting to relays and own group")
         return
-    if me in relays:
+    if ctx.rank in relays:
         ctx.step = "phase 1 (relay)"
-        msg = engine.mcast_incoming(root_node, comm, epoch, wire.Tree.RAGASA_SPREAD, len(buf))
+        msg = ctx.multicast_incoming(root, Tree.RAGASA_SPREAD, len(buf))
         # re-broadcast each segment as it arrives: the relay's group tree is fed by the stream
         ctx.step = "phase 2 (relay re-broadcast)"
-        relay_send = engine.mcast_send(comm, epoch, wire.Tree.RAGASA_GROUP, msg)
+        relay_send = ctx.multicast(Tree.RAGASA_GROUP, msg)
         buf[:] = await ctx.wait_incoming(msg, f"waiting for root rank {root}")
         await ctx.wait(relay_send, "re-broadcasting in the group")
         return
-    my_group = directory.group_of(me)
-    if my_group == directory.group_of(root_node):
-        source = root_node
+    my_group = ctx.group_of(ctx.rank)
+    if my_group == ctx.group_of(root):
+        source = root
     else:
-        source = next(r for r in relays if directory.group_of(r) == my_group)
+        source = next(r for r in relays if ctx.group_of(r) == my_group)
     ctx.step = "phase 3 (receive from relay)"
-    msg = engine.mcast_incoming(source, comm, epoch, wire.Tree.RAGASA_GROUP, len(buf))
-    buf[:] = await ctx.wait_incoming(msg, f"waiting for relay node {source}")
+    msg = ctx.multicast_incoming(source, Tree.RAGASA_GROUP, len(buf))
+    buf[:] = await ctx.wait_incoming(msg, f"waiting for relay rank {source}")
 
 
-async def binomial(ctx: CollCtx, buf: bytearray, root: int) -> None:
+async def binomial(ctx: Ctx, buf: bytearray, root: int) -> None:
     """Store and forward down a binomial tree rooted at ``root``."""
     v = vrank(ctx, root)
     up = parent(v)
@@ -92,7 +86,7 @@ def _chunk_bounds(nbytes: int, size: int) -> tuple[int, list[int]]:
     return chunk, bounds
 
 
-async def scatter_allgather(ctx: CollCtx, buf: bytearray, root: int) -> None:
+async def scatter_allgather(ctx: Ctx, buf: bytearray, root: int) -> None:
     """Van de Geijn: binomial scatter of P chunks (relative to the root), then a ring
     allgather of the chunks. Chunks that are empty for small messages are skipped on both
     sides, which compute the same sizes."""
@@ -133,7 +127,7 @@ async def scatter_allgather(ctx: CollCtx, buf: bytearray, root: int) -> None:
         await ctx.wait_all(pending, f"ring step {step}")
 
 
-async def chain(ctx: CollCtx, buf: bytearray, root: int) -> None:
+async def chain(ctx: Ctx, buf: bytearray, root: int) -> None:
     """A pipeline through the ranks in order from the root: each segment is forwarded as
     soon as it arrives."""
     v, size = vrank(ctx, root), ctx.size
@@ -165,7 +159,7 @@ def trinary_trees(size: int) -> list[list[int]]:
     return orders
 
 
-async def trinary3(ctx: CollCtx, buf: bytearray, root: int) -> None:
+async def trinary3(ctx: Ctx, buf: bytearray, root: int) -> None:
     size, nbytes = ctx.size, len(buf)
     v = vrank(ctx, root)
     view = memoryview(buf)
@@ -184,7 +178,7 @@ async def trinary3(ctx: CollCtx, buf: bytearray, root: int) -> None:
 
 
 async def _trinary_fragment(
-    ctx: CollCtx,
+    ctx: Ctx,
     part: memoryview,
     root: int,
     fragment: int,

@@ -1,4 +1,4 @@
-"""Scatter algorithms (seed 004).
+"""Scatter algorithms ([DF-scatter]).
 
 ``tree``: binomial scatter (MPICH). ``lin``: the root sends each rank its block directly, a few
 at a time, so no large aggregate ever fills a buffer. Topology-aware, for dragonflies:
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 from host_agents.algorithms.binomial import children, parent, subtree_end
 
 if TYPE_CHECKING:
-    from host_agents.comm import CollCtx
+    from host_agents.context import CollectiveContext as Ctx
 
 LIN_OUTSTANDING = 4  # messages the lin root keeps in flight
 
 
 async def scatter_items(
-    ctx: CollCtx, order: list[int], sizes: list[int], data: memoryview | None, tag: int
+    ctx: Ctx, order: list[int], sizes: list[int], data: memoryview | None, tag: int
 ) -> memoryview:
     """Binomial scatter of variable-size items: ``order[i]`` gets item i; ``order[0]`` is the
     root and holds every item, concatenated in ``order``. Returns this rank's item."""
@@ -62,7 +62,7 @@ def _rank_blocks(sendbuf: memoryview, ranks: list[int], block: int) -> bytes:
 
 
 async def tree(
-    ctx: CollCtx, sendbuf: memoryview | None, recvbuf: bytearray, root: int, block: int
+    ctx: Ctx, sendbuf: memoryview | None, recvbuf: bytearray, root: int, block: int
 ) -> None:
     order = [(root + v) % ctx.size for v in range(ctx.size)]
     data = memoryview(_rank_blocks(sendbuf, order, block)) if sendbuf is not None else None
@@ -70,7 +70,7 @@ async def tree(
 
 
 async def lin(
-    ctx: CollCtx, sendbuf: memoryview | None, recvbuf: bytearray, root: int, block: int
+    ctx: Ctx, sendbuf: memoryview | None, recvbuf: bytearray, root: int, block: int
 ) -> None:
     if ctx.rank != root:
         ctx.step = "receive from root"
@@ -92,7 +92,7 @@ class Hierarchy:
     """The communicator's ranks by dragonfly group and router, with each level's
     representatives chosen the same way on every rank."""
 
-    def __init__(self, ctx: CollCtx, root: int) -> None:
+    def __init__(self, ctx: Ctx, root: int) -> None:
         self.ctx = ctx
         self.root = root
         routers: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -100,7 +100,7 @@ class Hierarchy:
             routers[ctx.group_of(rank)][ctx.switch_of(rank)].append(rank)
         self.routers = routers
         self.root_group = ctx.group_of(root)
-        topo = ctx.engine.directory.topology
+        topo = ctx.topology
         self.topo = topo
 
     def entry_switch(self, group: int) -> int | None:
@@ -150,7 +150,7 @@ class Hierarchy:
 
 
 async def _within_group(
-    ctx: CollCtx,
+    ctx: Ctx,
     h: Hierarchy,
     group: int,
     rep: int,
@@ -172,7 +172,7 @@ async def _within_group(
 
 
 async def glf(
-    ctx: CollCtx, sendbuf: memoryview | None, recvbuf: bytearray, root: int, block: int
+    ctx: Ctx, sendbuf: memoryview | None, recvbuf: bytearray, root: int, block: int
 ) -> None:
     h = Hierarchy(ctx, root)
     groups = h.group_order()
@@ -197,7 +197,7 @@ async def glf(
 
 
 async def llf(
-    ctx: CollCtx, sendbuf: memoryview | None, recvbuf: bytearray, root: int, block: int
+    ctx: Ctx, sendbuf: memoryview | None, recvbuf: bytearray, root: int, block: int
 ) -> None:
     h = Hierarchy(ctx, root)
     root_group = h.root_group

@@ -3,7 +3,7 @@
  * Sizes are -D overridable. The control plane never hard-codes them: it reads the sizes of the
  * tables, registers and counters back from P4Info (controller/p4info.py), so a program built
  * with other values is driven correctly, and running out of slots is a control-plane error.
- * Protocol values mirror controller/wire.py; tests/unit/test_p4_constants.py keeps them in step.
+ * Protocol values mirror controller/wire.py; tests/unit/test_wire.py keeps them in step.
  */
 #ifndef NETCOLL_CONSTANTS_P4
 #define NETCOLL_CONSTANTS_P4
@@ -26,6 +26,12 @@
 #ifndef NETCOLL_BCAST_TREES
 #define NETCOLL_BCAST_TREES 4096 /* (communicator, root, tree) bindings */
 #endif
+#ifndef NETCOLL_AGG_WINDOW
+#define NETCOLL_AGG_WINDOW 8 /* aggregation slots per communicator; a power of two */
+#endif
+#ifndef NETCOLL_AGG_LANES
+#define NETCOLL_AGG_LANES 32 /* 32-bit lanes per REDUCE/RESULT packet: 8, 16, 32 or 64 */
+#endif
 
 #if (NETCOLL_BARRIER_WINDOW & (NETCOLL_BARRIER_WINDOW - 1)) != 0
 #error "NETCOLL_BARRIER_WINDOW must be a power of two"
@@ -33,11 +39,20 @@
 #if NETCOLL_MAX_PORTS > 32
 #error "child bitmaps are 32 bits: NETCOLL_MAX_PORTS must be at most 32"
 #endif
+#if (NETCOLL_AGG_WINDOW & (NETCOLL_AGG_WINDOW - 1)) != 0
+#error "NETCOLL_AGG_WINDOW must be a power of two"
+#endif
+#if NETCOLL_AGG_LANES != 8 && NETCOLL_AGG_LANES != 16 && NETCOLL_AGG_LANES != 32 \
+    && NETCOLL_AGG_LANES != 64
+#error "NETCOLL_AGG_LANES must be 8, 16, 32 or 64"
+#endif
 
 #define NETCOLL_BARRIER_CELLS (NETCOLL_COMM_SLOTS * NETCOLL_BARRIER_WINDOW)
 #define NETCOLL_COUNTER_COLUMNS 16
 #define NETCOLL_PORT_COUNTERS (NETCOLL_MAX_PORTS * NETCOLL_COUNTER_COLUMNS)
 #define NETCOLL_DROP_REASONS 32
+#define NETCOLL_AGG_SLOTS (NETCOLL_COMM_SLOTS * NETCOLL_AGG_WINDOW)
+#define NETCOLL_AGG_LANE_CELLS (NETCOLL_AGG_SLOTS * NETCOLL_AGG_LANES)
 
 const bit<16> ETHERTYPE_COLL = 0x88B5; /* IEEE Local Experimental EtherType 1 */
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
@@ -47,6 +62,7 @@ const bit<16> IPV4_HOST_PREFIX = 0x0A00; /* hosts are 10.0.0.0/16, low 16 bits =
 const bit<16> COLL_HEADER_BYTES = 40;
 const bit<16> MP_BODY_BYTES = 20;
 const bit<16> ETHERNET_BYTES = 14;
+const bit<16> AGG_PAYLOAD_BYTES = 4 * NETCOLL_AGG_LANES; /* REDUCE/RESULT payload: the lanes */
 
 /* Operations (controller/wire.py: Op) */
 const bit<8> OP_MCAST = 1;
@@ -60,11 +76,22 @@ const bit<8> OP_MP_REPLY = 8;
 const bit<8> OP_PING = 9;
 const bit<8> OP_PONG = 10;
 const bit<8> OP_CTRL = 11;
-const bit<8> OP_MAX = 11;
+const bit<8> OP_REDUCE = 12;
+const bit<8> OP_RESULT = 13;
+const bit<8> OP_MAX = 13;
+
+/* Reduction operations, carried in coll_h.tree of REDUCE/RESULT (controller/wire.py: AggOp) */
+const bit<8> AGG_SUM = 1; /* wrapping 32-bit sum */
+const bit<8> AGG_MIN = 2; /* signed 32-bit */
+const bit<8> AGG_MAX = 3; /* signed 32-bit */
+const bit<8> AGG_AND = 4;
+const bit<8> AGG_OR = 5;
+const bit<8> AGG_XOR = 6;
+const bit<8> AGG_OP_MAX = 6;
 
 /* Counter columns besides the ops themselves */
 const bit<8> COLUMN_OTHER = 0;
-const bit<8> COLUMN_IPV4 = 12;
+const bit<8> COLUMN_IPV4 = 14;
 const bit<8> COLUMN_BAD_OP = 15;
 
 /* Port roles, set per port by the control plane. An unconfigured port is a host port, so an
@@ -109,6 +136,10 @@ const bit<8> DROP_FILTERED = 20;
 const bit<8> DROP_EMPTY_TREE = 21;
 const bit<8> DROP_ABSORBED = 22;
 const bit<8> DROP_MP_DUPLICATE = 23;
+const bit<8> DROP_AGG_BAD_OP = 24;
+const bit<8> DROP_AGG_CHUNK_RANGE = 25;
+const bit<8> DROP_AGG_STALE = 26;
+const bit<8> DROP_AGG_DUPLICATE = 27;
 
 /* What the shared ingress logic asks the architecture to do with the packet */
 const bit<8> OUT_DROP = 0;
@@ -122,6 +153,7 @@ const bit<8> CLASS_ROUTE = 1; /* unicast by destination node id */
 const bit<8> CLASS_MCAST = 2;
 const bit<8> CLASS_BARRIER = 3;
 const bit<8> CLASS_LOCAL = 4; /* mini packet or ping addressed to this switch */
+const bit<8> CLASS_AGG = 5; /* REDUCE or RESULT */
 
 /* Where a broadcast tree's replication comes from */
 const bit<8> TREE_SOURCE_NONE = 0;
@@ -150,5 +182,28 @@ const bit<8> STATE_BARRIER_MP_READ = 6;
  * pass). NetcollIngress then takes no decision and the shim carries the packet to that pass;
  * v1model never sets it. */
 const bit<8> STATE_NEXT_PASS = 7;
+/* REDUCE or RESULT: BarrierState reads the communicator's tree, then AggState its slot */
+const bit<8> STATE_AGG_EVENT = 8;
+
+/* How an aggregation slot's stored key relates to a packet's (common/reduce.p4) */
+const bit<8> AGG_KEY_SAME = 1; /* same chunk of the same instance, same configuration */
+const bit<8> AGG_KEY_FRESH = 2; /* newer chunk, other configuration, or a never-used slot */
+const bit<8> AGG_KEY_STALE = 3; /* an older chunk: the slot has moved on */
+
+/* agg_arrived: the child bitmap, and in bit 31 (never a child bit: ports < 32) the flag "the
+ * final result is stored here" */
+const bit<32> AGG_RESULT_KNOWN = 0x80000000;
+
+/* Reduction verdicts (common/reduce.p4) */
+const bit<8> AGG_ABSORB = 1; /* recorded; other children still missing */
+const bit<8> AGG_SEND_UP = 2; /* partial aggregate (or its resend) to the parent */
+const bit<8> AGG_DISTRIBUTE = 3; /* RESULT to every child: root completion, or from the parent */
+const bit<8> AGG_ANSWER = 4; /* result known: RESULT back to the sender only */
+
+/* What a reduction does with the slot's lanes */
+const bit<8> AGG_LANES_NONE = 0;
+const bit<8> AGG_LANES_SET = 1; /* lanes := packet (first contribution, or a RESULT) */
+const bit<8> AGG_LANES_COMBINE = 2; /* lanes := op(lanes, packet) */
+const bit<8> AGG_LANES_READ = 3; /* packet := lanes */
 
 #endif /* NETCOLL_CONSTANTS_P4 */

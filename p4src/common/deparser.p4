@@ -10,6 +10,7 @@ control CollDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.coll);
         pkt.emit(hdr.mp);
+        pkt.emit(hdr.agg);
     }
 }
 

@@ -101,6 +101,13 @@ control Classify(inout headers_t hdr, inout coll_meta_t meta) {
                 meta.class = CLASS_MCAST;
             } else if (hdr.coll.op == OP_ARRIVE || hdr.coll.op == OP_RELEASE) {
                 meta.class = CLASS_BARRIER;
+            } else if (hdr.coll.op == OP_REDUCE || hdr.coll.op == OP_RESULT) {
+                /* the payload is exactly the lanes, so the lanes are all there is to add */
+                if (hdr.coll.payload_len != AGG_PAYLOAD_BYTES) {
+                    reject(DROP_MALFORMED);
+                } else {
+                    meta.class = CLASS_AGG;
+                }
             } else if (hdr.coll.op == OP_PING && addressed_to_me) {
                 meta.class = CLASS_LOCAL;
             } else {

@@ -6,6 +6,7 @@
 #define NETCOLL_HEADERS_P4
 
 #include "types.p4"
+#include "lanes.p4"
 
 header ethernet_h {
     mac_addr_t dst_addr;
@@ -61,11 +62,19 @@ header mp_h {
     bit<32> aux;
 }
 
+/* Lanes of a REDUCE or RESULT: its whole payload (payload_len = 4 * NETCOLL_AGG_LANES),
+ * big-endian 32-bit values l0, l1, ... (controller/wire.py: pack_lanes). */
+#define NETCOLL_AGG_LANE_FIELD(i) bit<32> l##i;
+header agg_h {
+    NETCOLL_FOR_EACH_LANE(NETCOLL_AGG_LANE_FIELD)
+}
+
 struct headers_t {
     ethernet_h ethernet;
     ipv4_h ipv4;
     coll_h coll;
     mp_h mp;
+    agg_h agg;
 }
 
 /* Everything the shared logic reads and decides. Ports are 16-bit numbers here whatever the
@@ -110,6 +119,15 @@ struct coll_meta_t {
     port_bitmap_t bar_arrived;
     bit<8> bar_verdict;
     bit<1> bar_complete;
+
+    /* reduction (common/reduce.p4): the chunk's slot and key, what the slot said, the verdict */
+    bit<32> agg_slot;
+    bit<32> agg_tag;
+    bit<32> agg_owner;
+    bit<8> agg_relation;
+    port_bitmap_t agg_previous; /* agg_arrived before this packet (0 for a fresh slot) */
+    bit<8> agg_verdict;
+    bit<8> agg_lane_mode;
 
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;

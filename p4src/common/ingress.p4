@@ -1,8 +1,8 @@
 /* netcoll: the ingress logic every architecture runs, in order.
  *
  * The architecture shim fills the first fields of coll_meta_t, defines the state controls
- * TreeState and BarrierState (the only code that touches registers) before including this
- * file, applies NetcollIngress, and then carries out meta.out_kind and counts. A state control
+ * TreeState and BarrierState (which applies AggState for a reduction; the only code that
+ * touches registers) before including this file, applies NetcollIngress, and then carries out meta.out_kind and counts. A state control
  * that cannot finish the packet in this pass sets meta.state_op = STATE_NEXT_PASS: no decision
  * is taken (headers stay as parsed) and the shim carries the packet to the pass that can.
  */
@@ -15,6 +15,7 @@
 #include "broadcast.p4"
 #include "barrier.p4"
 #include "membership.p4"
+#include "reduce.p4"
 
 control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
     Classify() classify;
@@ -25,6 +26,7 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
     MembershipCheck() membership_check;
     LocalReply() local_reply;
     BarrierDecide() barrier_decide;
+    ReduceDecide() reduce_decide;
     TreeState() tree_state;
     BarrierState() barrier_state;
 
@@ -42,11 +44,17 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
             } else {
                 meta.state_op = STATE_BARRIER_EVENT;
             }
+        } else if (meta.class == CLASS_AGG) {
+            meta.drop_reason = agg_header_reason(hdr);
+            if (meta.drop_reason == DROP_NONE) {
+                meta.state_op = STATE_AGG_EVENT;
+            }
         } else if (meta.class == CLASS_LOCAL && hdr.coll.op == OP_MP) {
             membership_check.apply(hdr, meta);
         }
 
-        /* one state control per pass */
+        /* one state control per pass (a reduction's BarrierState reads the tree, applies
+         * AggState, then may advance the released epoch: agg_releases_epoch) */
         if (meta.state_op == STATE_TREE_READ || meta.state_op == STATE_TREE_MP_WRITE
                 || meta.state_op == STATE_TREE_MP_READ) {
             tree_state.apply(hdr, meta);
@@ -65,6 +73,8 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
             }
         } else if (meta.class == CLASS_BARRIER) {
             barrier_decide.apply(hdr, meta);
+        } else if (meta.class == CLASS_AGG) {
+            reduce_decide.apply(hdr, meta);
         } else if (meta.class == CLASS_LOCAL) {
             local_reply.apply(hdr, meta);
         }

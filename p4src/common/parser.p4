@@ -21,8 +21,15 @@ parser CollParser(packet_in pkt, out headers_t hdr) {
         transition select(hdr.coll.op) {
             OP_MP: parse_mp;
             OP_MP_REPLY: parse_mp;
+            OP_REDUCE: parse_agg;
+            OP_RESULT: parse_agg;
             default: accept;
         }
+    }
+
+    state parse_agg {
+        pkt.extract(hdr.agg);
+        transition accept;
     }
 
     state parse_mp {

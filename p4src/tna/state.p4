@@ -12,7 +12,9 @@
  * - registers are per pipe: only the state pipe's copies are used. A pass in another pipe
  *   touches none, returns STATE_NEXT_PASS and is steered there by the shim;
  * - a root's completion needs the released register after the cell register, i.e. a second
- *   access: it is finished in a resubmitted pass (arch_commit_pass), see BarrierState.
+ *   access: it is finished in a resubmitted pass (arch_commit_pass), see BarrierState;
+ * - a stateful ALU updates one register: the reduction keeps one register per lane, generated
+ *   per lane by the preprocessor (NETCOLL_FOR_EACH_LANE), see AggState.
  */
 #ifndef NETCOLL_TNA_STATE_P4
 #define NETCOLL_TNA_STATE_P4
@@ -21,6 +23,7 @@
 #include "../common/headers.p4"
 #include "../common/barrier.p4"
 #include "../common/membership.p4"
+#include "../common/reduce.p4"
 
 /* The two 32-bit halves of one dual-width barrier cell (barrier_cell_t's [31:0] and [63:32]) */
 struct barrier_cell_halves_t {
@@ -108,7 +111,174 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
+/* The two 32-bit halves of an aggregation slot's key (v1model's agg_key [63:32] and [31:0]) */
+struct agg_key_halves_t {
+    bit<32> tag;
+    bit<32> owner;
+}
+
+/* A lane is one register and a stateful ALU holds four programs per register, so the six
+ * operations map onto four: each lane is stored XORed with a per-operation mask, which turns
+ * AND into OR (De Morgan: ~(~a | ~b) = a & b) and signed MIN and MAX into unsigned MIN (x ^
+ * 0x80000000 orders signed values as unsigned ones, ~ of that reverses the order). The mask is
+ * applied to the packet's lane before the register and again to what the register returns, so
+ * the packet carries v1model's values; a read is the program with its identity element. */
+const bit<8> TNA_AGG_ALU_ADD = 1;
+const bit<8> TNA_AGG_ALU_XOR = 2;
+const bit<8> TNA_AGG_ALU_OR = 3;
+const bit<8> TNA_AGG_ALU_UMIN = 4;
+
+bit<8> tna_agg_alu(in bit<8> op) {
+    return (op == AGG_SUM) ? TNA_AGG_ALU_ADD
+        : ((op == AGG_XOR) ? TNA_AGG_ALU_XOR
+        : ((op == AGG_AND || op == AGG_OR) ? TNA_AGG_ALU_OR
+        : TNA_AGG_ALU_UMIN));
+}
+
+bit<32> tna_agg_mask(in bit<8> op) {
+    return (op == AGG_AND) ? 32w0xFFFFFFFF
+        : ((op == AGG_MIN) ? 32w0x80000000
+        : ((op == AGG_MAX) ? 32w0x7FFFFFFF
+        : 32w0));
+}
+
+/* Lane i: its register and the four programs. Each stores the packet's (masked) lane when the
+ * slot starts (AGG_LANES_SET), else combines, and returns the lane after the update. */
+#define TNA_AGG_LANE_REGISTER(i) \
+    Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_lane_##i; \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(agg_lane_##i) agg_lane_##i##_add = { \
+        void apply(inout bit<32> stored, out bit<32> result) { \
+            if (meta.agg_lane_mode == AGG_LANES_SET) { \
+                stored = hdr.agg.l##i; \
+            } else { \
+                stored = stored + hdr.agg.l##i; \
+            } \
+            result = stored; \
+        } \
+    }; \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(agg_lane_##i) agg_lane_##i##_xor = { \
+        void apply(inout bit<32> stored, out bit<32> result) { \
+            if (meta.agg_lane_mode == AGG_LANES_SET) { \
+                stored = hdr.agg.l##i; \
+            } else { \
+                stored = stored ^ hdr.agg.l##i; \
+            } \
+            result = stored; \
+        } \
+    }; \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(agg_lane_##i) agg_lane_##i##_or = { \
+        void apply(inout bit<32> stored, out bit<32> result) { \
+            if (meta.agg_lane_mode == AGG_LANES_SET) { \
+                stored = hdr.agg.l##i; \
+            } else { \
+                stored = stored | hdr.agg.l##i; \
+            } \
+            result = stored; \
+        } \
+    }; \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(agg_lane_##i) agg_lane_##i##_umin = { \
+        void apply(inout bit<32> stored, out bit<32> result) { \
+            if (meta.agg_lane_mode == AGG_LANES_SET || hdr.agg.l##i < stored) { \
+                stored = hdr.agg.l##i; \
+            } \
+            result = stored; \
+        } \
+    };
+
+/* Into the register's representation; a read offers the identity of the program. */
+#define TNA_AGG_LANE_PREPARE(i) \
+    hdr.agg.l##i = lane_read ? identity : hdr.agg.l##i ^ mask;
+
+/* Access A3 of lane i: one of its four programs, then back to the packet's representation. */
+#define TNA_AGG_LANE_EXECUTE(i) \
+    if (alu == TNA_AGG_ALU_ADD) { \
+        hdr.agg.l##i = agg_lane_##i##_add.execute(meta.agg_slot); \
+    } else if (alu == TNA_AGG_ALU_XOR) { \
+        hdr.agg.l##i = agg_lane_##i##_xor.execute(meta.agg_slot); \
+    } else if (alu == TNA_AGG_ALU_OR) { \
+        hdr.agg.l##i = agg_lane_##i##_or.execute(meta.agg_slot); \
+    } else { \
+        hdr.agg.l##i = agg_lane_##i##_umin.execute(meta.agg_slot); \
+    } \
+    hdr.agg.l##i = hdr.agg.l##i ^ mask;
+
+/* Aggregation slots (common/reduce.p4), applied by BarrierState after B2 read the tree into
+ * meta.bar_* and before B3 (outside the state pipe BarrierState defers the packet first).
+ * Access blocks in pipeline order: A1 agg_key, A2 agg_arrived, A3 every lane register. */
+control AggState(inout headers_t hdr, inout coll_meta_t meta) {
+    Register<agg_key_halves_t, bit<32>>(NETCOLL_AGG_SLOTS, {0, 0}) agg_key;
+    Register<port_bitmap_t, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_arrived;
+    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_REGISTER)
+
+    /* Take the slot for this chunk unless it holds a newer one; return how the keys related. */
+    RegisterAction<agg_key_halves_t, bit<32>, bit<8>>(agg_key) agg_key_claim = {
+        void apply(inout agg_key_halves_t key, out bit<8> relation) {
+            relation = agg_key_relation(key.tag, key.owner, meta.agg_tag, meta.agg_owner);
+            if (relation == AGG_KEY_FRESH) {
+                key.tag = meta.agg_tag;
+                key.owner = meta.agg_owner;
+            }
+        }
+    };
+    /* A REDUCE: add the child's bit (to an empty set if the slot starts); return the set
+     * before it. */
+    RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(agg_arrived) agg_arrived_contribute = {
+        void apply(inout port_bitmap_t stored, out port_bitmap_t previous) {
+            previous = agg_arrivals_before(meta.agg_relation, stored);
+            stored = agg_arrivals_after(OP_REDUCE, meta.agg_relation, stored, meta.in_port_bit,
+                                        meta.bar_child_mask);
+        }
+    };
+    /* A RESULT from the parent: every child counted, the result known. */
+    RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(agg_arrived) agg_arrived_finalise = {
+        void apply(inout port_bitmap_t stored, out port_bitmap_t previous) {
+            previous = agg_arrivals_before(meta.agg_relation, stored);
+            stored = agg_arrivals_after(OP_RESULT, meta.agg_relation, stored, meta.in_port_bit,
+                                        meta.bar_child_mask);
+        }
+    };
+
+    apply {
+        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
+                                                meta.bar_child_mask, meta.bar_parent);
+        if (meta.drop_reason != DROP_NONE) {
+            return;
+        }
+        meta.agg_slot = agg_slot_index(hdr.coll.comm_id, hdr.coll.seg_idx);
+        meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
+        meta.agg_owner = agg_owner(meta.bar_generation);
+
+        /* access A1: agg_key */
+        meta.agg_relation = agg_key_claim.execute(meta.agg_slot);
+        if (meta.agg_relation == AGG_KEY_STALE) {
+            meta.drop_reason = DROP_AGG_STALE;
+            return;
+        }
+
+        /* access A2: agg_arrived */
+        if (hdr.coll.op == OP_RESULT) {
+            meta.agg_previous = agg_arrived_finalise.execute(meta.agg_slot);
+        } else {
+            meta.agg_previous = agg_arrived_contribute.execute(meta.agg_slot);
+        }
+        agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_bit,
+                     meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
+                     meta.agg_lane_mode, meta.drop_reason);
+
+        /* access A3: every lane register, the same program on each */
+        if (meta.agg_lane_mode != AGG_LANES_NONE) {
+            bit<8> alu = tna_agg_alu(hdr.coll.tree);
+            bit<32> mask = tna_agg_mask(hdr.coll.tree);
+            bit<32> identity = (alu == TNA_AGG_ALU_UMIN) ? 32w0xFFFFFFFF : 32w0;
+            bool lane_read = meta.agg_lane_mode == AGG_LANES_READ;
+            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_PREPARE)
+            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
+        }
+    }
+}
+
 control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
+    AggState() agg_state;
     Register<bit<32>, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_generation;
     Register<port_bitmap_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_child_mask;
     Register<port_num_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_parent;
@@ -199,7 +369,9 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         bool count_pass = event && meta.arch_commit_pass == 0;
         bool mp_write = meta.state_op == STATE_BARRIER_MP_WRITE;
         bool mp_read = meta.state_op == STATE_BARRIER_MP_READ;
-        bit<32> slot = event ? (bit<32>) hdr.coll.comm_id : (bit<32>) hdr.mp.slot;
+        /* a reduction: the tree (B1, B2), its slot (AggState), maybe the released epoch (B3) */
+        bool agg = meta.state_op == STATE_AGG_EVENT;
+        bit<32> slot = event || agg ? (bit<32>) hdr.coll.comm_id : (bit<32>) hdr.mp.slot;
 
         /* access 1: barrier_generation */
         bit<32> generation;
@@ -221,15 +393,23 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.bar_parent = barrier_parent_read.execute(slot);
         }
 
+        /* the reduction's slot: AggState's access blocks A1-A3 */
+        if (agg) {
+            agg_state.apply(hdr, meta);
+        }
+
         /* access 3: barrier_released. The count pass advances it only for a RELEASE from the
          * parent; the commit pass only if the slot is still this root's, under the
          * configuration generation the completion was counted under (an MP write in between
-         * replaced it: the completion no longer stands and the packet is dropped). */
+         * replaced it: the completion no longer stands and the packet is dropped); a reduction
+         * when it sends its instance's last RESULT down (agg_releases_epoch). */
         bool commit_stands = commit && meta.bar_child_mask != 0 && meta.bar_parent == 0
             && meta.bar_generation == meta.arch_commit_generation;
+        bool agg_release = agg
+            && agg_releases_epoch(meta.agg_verdict, hdr.coll.seg_idx, hdr.coll.seg_count);
         if (write_config) {
             barrier_released_write.execute(slot);
-        } else if (commit_stands || (count_pass && barrier_release_from_parent(
+        } else if (commit_stands || agg_release || (count_pass && barrier_release_from_parent(
                 hdr.coll.op, meta.in_port, meta.bar_child_mask, meta.bar_parent))) {
             meta.bar_released = barrier_released_advance.execute(slot);
         } else if (count_pass || mp_read) {

@@ -12,6 +12,7 @@
 #include "../common/headers.p4"
 #include "../common/barrier.p4"
 #include "../common/membership.p4"
+#include "../common/reduce.p4"
 
 control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
     register<port_num_t>(NETCOLL_TREE_SLOTS) tree_parent;
@@ -58,7 +59,82 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
+/* Lane i of slot s is cell s * NETCOLL_AGG_LANES + i of agg_lanes. */
+#define V1_LANE_INDEX(i) (meta.agg_slot * NETCOLL_AGG_LANES + i)
+#define V1_LANE_SET(i) agg_lanes.write(V1_LANE_INDEX(i), hdr.agg.l##i);
+#define V1_LANE_COMBINE(i) \
+    agg_lanes.read(lane, V1_LANE_INDEX(i)); \
+    hdr.agg.l##i = agg_combine(hdr.coll.tree, lane, hdr.agg.l##i); \
+    agg_lanes.write(V1_LANE_INDEX(i), hdr.agg.l##i);
+#define V1_LANE_READ(i) agg_lanes.read(hdr.agg.l##i, V1_LANE_INDEX(i));
+
+/* Aggregation slots (common/reduce.p4). BarrierState applies it after reading the tree into
+ * meta.bar_*; the same register order as the TNA shim: key, arrived, lanes. */
+control AggState(inout headers_t hdr, inout coll_meta_t meta) {
+    register<bit<64>>(NETCOLL_AGG_SLOTS) agg_key; /* tag in [63:32], owner in [31:0] */
+    register<port_bitmap_t>(NETCOLL_AGG_SLOTS) agg_arrived;
+    register<bit<32>>(NETCOLL_AGG_LANE_CELLS) agg_lanes;
+
+    /* Take the slot for this chunk unless it holds a newer one. */
+    action claim_key() {
+        bit<64> key;
+        agg_key.read(key, meta.agg_slot);
+        meta.agg_relation = agg_key_relation(key[63:32], key[31:0], meta.agg_tag, meta.agg_owner);
+        agg_key.write(meta.agg_slot, (meta.agg_relation == AGG_KEY_FRESH)
+            ? meta.agg_tag ++ meta.agg_owner : key);
+    }
+
+    action record_arrival() {
+        port_bitmap_t stored;
+        agg_arrived.read(stored, meta.agg_slot);
+        meta.agg_previous = agg_arrivals_before(meta.agg_relation, stored);
+        agg_arrived.write(meta.agg_slot, agg_arrivals_after(hdr.coll.op, meta.agg_relation,
+            stored, meta.in_port_bit, meta.bar_child_mask));
+    }
+
+    action set_lanes() {
+        NETCOLL_FOR_EACH_LANE(V1_LANE_SET)
+    }
+
+    action combine_lanes() {
+        bit<32> lane;
+        NETCOLL_FOR_EACH_LANE(V1_LANE_COMBINE)
+    }
+
+    action read_lanes() {
+        NETCOLL_FOR_EACH_LANE(V1_LANE_READ)
+    }
+
+    apply {
+        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
+                                                meta.bar_child_mask, meta.bar_parent);
+        if (meta.drop_reason != DROP_NONE) {
+            return;
+        }
+        meta.agg_slot = agg_slot_index(hdr.coll.comm_id, hdr.coll.seg_idx);
+        meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
+        meta.agg_owner = agg_owner(meta.bar_generation);
+        claim_key();
+        if (meta.agg_relation == AGG_KEY_STALE) {
+            meta.drop_reason = DROP_AGG_STALE; /* every host has that chunk's result */
+            return;
+        }
+        record_arrival();
+        agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_bit,
+                     meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
+                     meta.agg_lane_mode, meta.drop_reason);
+        if (meta.agg_lane_mode == AGG_LANES_SET) {
+            set_lanes();
+        } else if (meta.agg_lane_mode == AGG_LANES_COMBINE) {
+            combine_lanes();
+        } else if (meta.agg_lane_mode == AGG_LANES_READ) {
+            read_lanes();
+        }
+    }
+}
+
 control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
+    AggState() agg_state;
     register<port_bitmap_t>(NETCOLL_COMM_SLOTS) barrier_child_mask;
     register<port_num_t>(NETCOLL_COMM_SLOTS) barrier_parent;
     register<bit<32>>(NETCOLL_COMM_SLOTS) barrier_generation;
@@ -139,6 +215,13 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                     advance_released();
                 }
             } else if (meta.bar_verdict == BARRIER_ADVANCE) {
+                advance_released();
+            }
+        } else if (meta.state_op == STATE_AGG_EVENT) {
+            read_config(); /* the reduction's tree */
+            agg_state.apply(hdr, meta);
+            if (agg_releases_epoch(meta.agg_verdict, hdr.coll.seg_idx, hdr.coll.seg_count)
+                    && epoch_after(hdr.coll.epoch, meta.bar_released)) {
                 advance_released();
             }
         } else if (meta.state_op == STATE_BARRIER_MP_WRITE) {

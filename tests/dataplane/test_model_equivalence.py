@@ -1,9 +1,12 @@
 """The reference model against BMv2: random event sequences, same outputs, same drops.
 
 Each sequence re-configures the barrier and membership slots by mini packet (new
-generations) and then plays random events: broadcasts, arrivals, releases, unicasts, mini
-packets from every kind of port, IPv4, malformed and truncated frames. Every frame's outputs
-must match byte for byte on every port, and each sequence's drop counters must match.
+generations) and then plays random events: broadcasts, arrivals, releases, reductions
+(REDUCE/RESULT: every operation, duplicates, late and stale chunks, bad lane counts, out-of-range
+indices), unicasts, mini packets from every kind of port, IPv4, malformed and truncated frames.
+In some sequences most events are reductions from the communicator's children, so chunks
+complete. Every frame's outputs must match byte for byte on every port, and each sequence's
+drop counters must match.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections import Counter
 from controller import wire
 from controller.switch_model import SwitchModel
 from controller.switch_state import ports_bitmap
-from controller.wire import MpKind, Op
+from controller.wire import AggOp, MpKind, Op
 from mininet_topos.single_switch import SingleSwitchLab
 from tests.dataplane_scenarios import (
     ALL_PORTS,
@@ -44,6 +47,8 @@ class Sequencer:
         self.rng = rng
         self.generation: Counter[tuple[int, int]] = Counter()
         self.epoch: Counter[int] = Counter()
+        self.children: dict[int, tuple[int, ...]] = {}
+        self.reduction_focus = False
 
     def port_src(self, port: int) -> int:
         if port in HOST_PORTS:
@@ -70,6 +75,7 @@ class Sequencer:
             self.generation[(MpKind.WRITE_BARRIER, comm)] += 1
             parent = rng.choice((0, 0, PARENT_PORT))
             children = tuple(p for p in (*HOST_PORTS, CHILD_PORT) if rng.random() < 0.6) or (1,)
+            self.children[comm] = children
             self.epoch[comm] = rng.randrange(1 << 16)
             out.append(
                 (
@@ -98,10 +104,49 @@ class Sequencer:
                 ),
             )
         )
+        self.reduction_focus = rng.random() < 0.4
         return out
+
+    def reduction(self) -> tuple[int, bytes]:
+        """A REDUCE or RESULT: mostly from a child (or the parent) of the communicator, on a
+        few chunks of the current epoch, with the odd late, bad or malformed one."""
+        rng = self.rng
+        comm = rng.choice((COMM, COMM, COMM, OTHER_COMM, 200, 0xFFFF))
+        kind = Op.REDUCE if rng.random() < 0.85 else Op.RESULT
+        children = self.children.get(comm, (1,))
+        if kind == Op.RESULT:
+            port = PARENT_PORT if rng.random() < 0.7 else rng.choice(ALL_PORTS)
+        else:
+            port = rng.choice(children) if rng.random() < 0.85 else rng.choice(ALL_PORTS)
+        src = port if port in HOST_PORTS and rng.random() < 0.95 else self.port_src(port)
+        epoch = (self.epoch[comm] + rng.choice((0, 0, 0, 0, -1, 1, 0x8000))) & 0xFFFF
+        chunk = rng.choice((0, 0, 1, 1, 2, wire.AGG_WINDOW, wire.AGG_WINDOW + 1, 1 << 16))
+        op = rng.choice((*AggOp, AggOp.SUM, AggOp.MIN, 0, wire.AGG_OP_MAX + 1))
+        values = [rng.choice((rng.randrange(-(1 << 31), 1 << 31), -1, 0, 1)) for _ in range(8)]
+        pad = wire.agg_identity(AggOp(op)) if 1 <= op <= wire.AGG_OP_MAX else 0
+        payload = wire.pack_lanes(values, wire.AGG_LANES, pad)
+        if rng.random() < 0.05:
+            payload = payload[: rng.choice((0, 4, len(payload) - 4))] or payload + b"\0" * 4
+        # the last chunk (seg_idx + 1 = seg_count) moves the barrier's released epoch
+        count = rng.choice((chunk + 1, chunk + 1, chunk + 2, 1, 0)) % (1 << 32)
+        hdr = wire.Header(
+            op=kind,
+            src_node=src,
+            comm_id=comm,
+            epoch=epoch,
+            seg_idx=chunk,
+            seg_count=count,
+            tree=op,
+        )
+        frame = wire.build_frame(hdr, payload, src_mac=wire.mac_bytes(wire.host_mac(src & 0x3FFF)))
+        if rng.random() < 0.03:
+            frame = frame[: rng.randrange(14, len(frame))]
+        return port, frame
 
     def event(self) -> tuple[int, bytes]:
         rng = self.rng
+        if rng.random() < (0.7 if self.reduction_focus else 0.1):
+            return self.reduction()
         port = rng.choice(ALL_PORTS)
         kind = rng.choice(("mcast", "arrive", "arrive", "release", "unicast", "mp", "ipv4", "bad"))
         src = self.port_src(port)
@@ -165,7 +210,7 @@ class Sequencer:
         if variant == 1:
             return port, good[:14] + bytes([rng.randrange(256)]) + good[15:]
         if variant == 2:
-            return port, good[:15] + bytes([rng.choice((0, 12, 99, 255))]) + good[16:]
+            return port, good[:15] + bytes([rng.choice((0, wire.OP_MAX + 1, 99, 255))]) + good[16:]
         return port, good[:46] + struct.pack("!H", rng.randrange(1 << 16)) + good[48:]
 
 
@@ -214,7 +259,7 @@ def summary(outputs: dict[int, list[bytes]]) -> str:
         for data in frames:
             try:
                 hdr = wire.parse_frame(data, check_crc=False).hdr
-                parts.append(f"{port}:{Op(hdr.op).name}/e{hdr.epoch}")
+                parts.append(f"{port}:{Op(hdr.op).name}/e{hdr.epoch}/s{hdr.seg_idx}")
             except (wire.WireError, ValueError):
                 parts.append(f"{port}:{len(data)}B")
     return " ".join(parts) or "nothing"

@@ -7,9 +7,12 @@ import pytest
 
 from mininet_topos.single_switch import SingleSwitchLab
 from tests.dataplane_scenarios import SCENARIOS
+from tests.reduce_scenarios import REDUCE_SCENARIOS
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__.removeprefix("scenario_"))
+@pytest.mark.parametrize(
+    "scenario", SCENARIOS + REDUCE_SCENARIOS, ids=lambda f: f.__name__.removeprefix("scenario_")
+)
 def test_scenario_on_bmv2(lab: SingleSwitchLab, scenario) -> None:  # type: ignore[no-untyped-def]
     scenario(lab)
     assert lab.alive()

@@ -36,9 +36,6 @@ def network() -> Iterator[object]:
     net = NetcollNetwork(
         NetworkOptions(spec=TOPO, build_dir=ROOT / "build", log_dir=ROOT / "logs" / "e2e")
     )
-    try:
-        report = net.start()
-        print(f"\n{report}")
+    with net:
+        print(f"\n{net.report}")
         yield net
-    finally:
-        net.stop()

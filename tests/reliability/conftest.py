@@ -31,12 +31,9 @@ def faulty_network(test_seed: int) -> Iterator[Any]:
         faults=Impairment(loss=0.02, duplicate=0.02, reorder=0.05),
         fault_seed=test_seed,
     )
-    net = NetcollNetwork(options)
-    try:
-        print(f"\n{net.start()}")
+    with NetcollNetwork(options) as net:
+        print(f"\n{net.report}")
         yield net
-    finally:
-        net.stop()
 
 
 @pytest.fixture(scope="module")

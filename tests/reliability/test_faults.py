@@ -9,15 +9,17 @@ import time
 from typing import Any
 
 import pytest
+
+pytest.importorskip("scapy", reason="Scapy is not installed (apt-get install python3-scapy)")
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw, fuzz
 
 from controller import wire
-from controller.scapy_layers import Coll
 from host_agents.report import format_table
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.linkemu import Impairment
 from mininet_topos.network import NetcollNetwork
+from tests.scapy_layers import Coll
 
 pytestmark = pytest.mark.reliability
 
@@ -71,29 +73,45 @@ def test_100_consecutive_operations_under_faults(
 
 
 def test_switch_restart_mid_run(faulty_network: NetcollNetwork, test_seed: int) -> None:
+    """A switch of every tree restarts while broadcasts and barriers are in flight: the run
+    completes with every byte right, and the same communicator keeps working afterwards,
+    barriers past the epoch window included (its epochs survive the restart)."""
     net = faulty_network
     net.set_faults(Impairment())  # the restart is the fault here
     try:
-        busy = [CollectiveTest("bcast", "innet", (4096,), iterations=300, warmup=0, sync=False)]
-        comm_id, _ = net.create_comm(tuple(h.node_id for h in net.topo.hosts))
-        outcome: dict[str, Any] = {}
-        runner = threading.Thread(
-            target=lambda: outcome.update(result=launch(net, busy, test_seed, comm_id))
-        )
-        runner.start()
-        time.sleep(3)  # the agents are busy: the restart lands in the middle of the run
-        restarted = net.restart_switch(1, timeout=60)
-        runner.join(700)
-        during = outcome["result"]
-        print(
-            f"switch 1 reprogrammed {restarted:.1f} s after it was killed; the run in flight "
-            f"{'survived' if during.ok else 'failed: ' + str(during.errors[:1])}"
-        )
-        assert net.control is not None and net.control.restarts >= 1
-        tests = [CollectiveTest(c, a, (s,), iterations=5, warmup=0, root=2) for c, a, s in CASES]
-        after = launch(net, tests, test_seed + 1)
-        print(format_table(after.rows))
-        assert after.ok, after.errors[:3]
+        members = tuple(h.node_id for h in net.topo.hosts)
+        busy = [
+            CollectiveTest("bcast", "innet", (4096,), iterations=300, warmup=0, sync=False),
+            CollectiveTest("barrier", "innet", (0,), iterations=30, warmup=0, sync=False),
+        ]
+        with net.communicator(members) as (comm_id, _):
+            # peers wait out the reprogramming (finsy reconnects with a backoff of seconds)
+            patient = {"peer_timeout": 60.0}
+            workload = Workload(comm_id, members, busy, seed=test_seed, engine=patient)
+            outcome: dict[str, Any] = {}
+            runner = threading.Thread(
+                target=lambda: outcome.update(result=net.launcher().launch(workload, timeout=600))
+            )
+            runner.start()
+            time.sleep(3)  # the agents are busy: the restart lands in the middle of the run
+            restarted = net.restart_switch(1, timeout=60)
+            runner.join(700)
+            assert not runner.is_alive(), "the run in flight did not finish"
+            during = outcome["result"]
+            print(f"switch 1 reprogrammed {restarted:.1f} s after it was killed")
+            print(format_table(during.rows))
+            assert net.control is not None and net.control.restarts >= 1
+            assert during.ok, during.errors[:3]
+            assert during.wrong == 0
+            window = net.control.sizes.barrier_window
+            tests = [
+                CollectiveTest(c, a, (s,), iterations=5, warmup=0, root=2) for c, a, s in CASES
+            ]
+            tests.append(CollectiveTest("barrier", "innet", (0,), iterations=3 * window, warmup=0))
+            after = launch(net, tests, test_seed + 1, comm_id)  # the same communicator
+            print(format_table(after.rows))
+            assert after.ok, after.errors[:3]
+            assert after.wrong == 0
     finally:
         net.set_faults(Impairment(loss=0.02, duplicate=0.02, reorder=0.05))
 

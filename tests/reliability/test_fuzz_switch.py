@@ -12,11 +12,12 @@ import random
 from collections.abc import Iterator
 
 import pytest
+
+pytest.importorskip("scapy", reason="Scapy is not installed (apt-get install python3-scapy)")
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw, fuzz
 
 from controller import wire
-from controller.scapy_layers import Coll, MiniPacketBody
 from controller.switch_state import ports_bitmap
 from controller.wire import MpKind
 from mininet_topos.single_switch import SingleSwitchLab
@@ -31,6 +32,7 @@ from tests.dataplane_scenarios import (
     with_trees,
 )
 from tests.requirements import BUILD_DIR, switch_unavailable
+from tests.scapy_layers import Coll, MiniPacketBody
 
 pytestmark = [
     pytest.mark.reliability,

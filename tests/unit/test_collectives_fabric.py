@@ -15,11 +15,13 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from controller import wire
 from controller.topology import Topology, dragonfly
-from host_agents import algorithms
+from host_agents.collectives import COLLECTIVES, Call, Case, UnknownAlgorithm, algorithm_names
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig
-from host_agents.fabric import Cluster, Faults
+from host_agents.reduction import LANE_BYTES
+from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
 
@@ -91,8 +93,33 @@ async def allgather_all(comms: list[Comm], blocks: list[bytes], algorithm: str) 
         assert got == whole, f"rank {comm.rank} gathered wrong data"
 
 
+async def run_checked(
+    comms: list[Comm], kind: str, algorithm: str, nbytes: int, root: int, instance: int
+) -> None:
+    """Any collective of the registry, each rank's input and expected output from its
+    descriptor (the checks the agents make); reductions take whole 32-bit lanes."""
+    coll = COLLECTIVES[kind]
+    if kind in ("allreduce", "reduce"):
+        nbytes -= nbytes % LANE_BYTES
+
+    def owned(rank: int, length: int) -> bytes:
+        return pattern(len(comms), instance, rank, size=length)
+
+    cases = [Case(owned, root, len(comms), c.rank, nbytes) for c in comms]
+    results = await asyncio.gather(
+        *(
+            c.run(kind, Call(coll.contribution(case), root, nbytes), algorithm=algorithm)
+            for c, case in zip(comms, cases, strict=True)
+        )
+    )
+    for case, got in zip(cases, results, strict=True):
+        expected = coll.expected(case)
+        if expected is not None:
+            assert got == expected, f"rank {case.rank}: wrong {kind} result (root {root})"
+
+
 @pytest.mark.parametrize("nbytes", SIZES)
-@pytest.mark.parametrize("algorithm", sorted(algorithms.BCAST))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["bcast"]))
 def test_bcast_every_size_and_root(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -106,7 +133,7 @@ def test_bcast_every_size_and_root(algorithm: str, nbytes: int, test_rng: random
 
 
 @pytest.mark.parametrize("nbytes", SIZES)
-@pytest.mark.parametrize("algorithm", sorted(algorithms.SCATTER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["scatter"]))
 def test_scatter_every_size_and_root(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -121,7 +148,7 @@ def test_scatter_every_size_and_root(algorithm: str, nbytes: int, test_rng: rand
 
 
 @pytest.mark.parametrize("nbytes", SIZES)
-@pytest.mark.parametrize("algorithm", sorted(algorithms.ALLGATHER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["allgather"]))
 def test_allgather_every_size(algorithm: str, nbytes: int, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -134,7 +161,7 @@ def test_allgather_every_size(algorithm: str, nbytes: int, test_rng: random.Rand
     run(body)
 
 
-@pytest.mark.parametrize("algorithm", sorted(algorithms.BARRIER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["barrier"]))
 def test_barrier_every_size(algorithm: str, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in COMM_SIZES:
@@ -156,7 +183,7 @@ async def _barrier_holds(comms: list[Comm], algorithm: str) -> None:
     await asyncio.gather(late.barrier(algorithm=algorithm), *early)
 
 
-@pytest.mark.parametrize("algorithm", sorted(algorithms.BARRIER))
+@pytest.mark.parametrize("algorithm", sorted(algorithm_names()["barrier"]))
 def test_barrier_waits_for_the_last_rank(algorithm: str, test_rng: random.Random) -> None:
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         for n in (2, 5, 17):
@@ -173,7 +200,7 @@ LOSSY = Faults(loss=0.03, duplicate=0.03, reorder=0.05, reorder_delay=0.003)
 
 @pytest.mark.parametrize(
     ("kind", "algorithm"),
-    [(kind, name) for kind, table in sorted(algorithms.REGISTRY.items()) for name in sorted(table)],
+    [(kind, name) for kind, table in sorted(algorithm_names().items()) for name in sorted(table)],
 )
 def test_every_algorithm_under_loss_duplication_reordering(
     kind: str, algorithm: str, test_seed: int, test_rng: random.Random
@@ -190,25 +217,47 @@ def test_every_algorithm_under_loss_duplication_reordering(
                 faults=LOSSY,
                 seed=test_seed + n,
             )
-            comms = cluster.comms
             for instance in range(4):
                 root = test_rng.randrange(n)
                 nbytes = (1, 1500, 40000, 0)[instance]
-                if kind == "bcast":
-                    await bcast_all(comms, root, pattern(n, instance, size=nbytes), algorithm)
-                elif kind == "scatter":
-                    block = min(nbytes, 3000)
-                    await scatter_all(
-                        comms, root, pattern(n, instance, size=block * n), block, algorithm
-                    )
-                elif kind == "allgather":
-                    block = min(nbytes, 3000)
-                    await allgather_all(
-                        comms, [pattern(n, instance, r, size=block) for r in range(n)], algorithm
-                    )
-                else:
-                    await asyncio.gather(*(c.barrier(algorithm=algorithm) for c in comms))
+                if kind in ("scatter", "allgather"):
+                    nbytes = min(nbytes, 3000)
+                await run_checked(cluster.comms, kind, algorithm, nbytes, root, instance)
             assert cluster.fabric.lost > 0 or n == 2, "the fault injection did not drop anything"
+
+    run(body)
+
+
+AT_MTU = dataclasses.replace(FAST, segment_size=wire.MAX_PAYLOAD)
+
+
+@pytest.mark.parametrize(
+    ("kind", "algorithm"),
+    [(kind, name) for kind, table in sorted(algorithm_names().items()) for name in sorted(table)],
+)
+def test_every_algorithm_at_the_real_mtu_under_loss(
+    kind: str, algorithm: str, test_seed: int, test_rng: random.Random
+) -> None:
+    """Real segment counts (1460-byte segments: windows, SACK, NACK ranges and co-root merging
+    all at work) under loss, duplication and reordering."""
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        n = 9
+        cluster = Cluster(
+            TOPO,
+            members_of(test_rng, n),
+            loop=loop,
+            config=AT_MTU,
+            options=OPTIONS,
+            faults=LOSSY,
+            seed=test_seed,
+        )
+        root = test_rng.randrange(n)
+        # 137 segments of a broadcast or reduction; 14 of each scatter or allgather block
+        nbytes = 20_000 if kind in ("scatter", "allgather") else 200_000
+        for instance in range(3 if kind == "barrier" else 1):
+            await run_checked(cluster.comms, kind, algorithm, nbytes, root, instance)
+        assert cluster.fabric.lost > 0, "the fault injection did not drop anything"
 
     run(body)
 
@@ -262,7 +311,7 @@ def test_wrong_use_fails_fast_naming_rank_and_step() -> None:
             ),
         )
         comms = cluster.comms
-        with pytest.raises(algorithms.UnknownAlgorithm, match="unknown bcast algorithm 'nope'"):
+        with pytest.raises(UnknownAlgorithm, match="unknown bcast algorithm 'nope'"):
             await comms[0].bcast(b"x", 0, algorithm="nope")
         # the root, rank 3, never arrives: the others fail within the progress timeout, each
         # naming itself, the step and the rank it waits for

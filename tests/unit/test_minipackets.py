@@ -17,8 +17,8 @@ from controller.wire import MpKind
 from host_agents.comm import Comm, CommOptions
 from host_agents.directory import Directory
 from host_agents.engine import Engine, EngineConfig
-from host_agents.fabric import Fabric, Faults
 from host_agents.plans import PlanBook
+from tests.fabric import Fabric, Faults
 
 pytestmark = pytest.mark.unit
 

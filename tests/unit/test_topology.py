@@ -20,6 +20,7 @@ from controller.topology import (
     dragonfly,
     global_link_peer,
     line,
+    members_by_group,
     parse_spec,
     single_switch,
 )
@@ -476,3 +477,20 @@ def test_cli_errors_exit_2(
     assert topo_main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("netcoll-topo: error:") and fragment in err
+
+
+def test_members_by_group_orders_groups_and_keeps_member_order(df242: Topology) -> None:
+    def group_of(node: int) -> int:
+        return df242.host_by_node(node).group
+
+    nodes = [h.node_id for h in df242.hosts]
+    shuffled = nodes[::-1]
+    by_group = members_by_group(shuffled, group_of)
+    assert list(by_group) == list(range(df242.num_groups))
+    assert all(len(members) == 2 * 4 for members in by_group.values())
+    # members keep the order given (here decreasing), so callers choose it, e.g. sorted()
+    assert by_group[0] == [h.node_id for h in df242.hosts if h.group == 0][::-1]
+    assert sorted(m for members in by_group.values() for m in members) == nodes
+    subset = [70, 3, 17, 4]
+    assert members_by_group(subset, group_of) == {0: [3, 4], 2: [17], 8: [70]}
+    assert members_by_group([], group_of) == {}

@@ -8,10 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("scapy", reason="Scapy is not installed (apt-get install python3-scapy)")
 from scapy.layers.l2 import Ether
 
 from controller import wire
-from controller.scapy_layers import Coll, MiniPacketBody, coll_frame
+from tests.scapy_layers import Coll, MiniPacketBody, coll_frame
 
 pytestmark = pytest.mark.unit
 
@@ -67,6 +69,19 @@ def test_p4_constants_match_the_enums() -> None:
     kinds = {k.removeprefix("MP_"): v for k, v in p4_constants("MP_(?:WRITE|READ)_").items()}
     assert kinds == {k.name: k.value for k in wire.MpKind}
     assert p4_constants("ETHERTYPE_COLL")["ETHERTYPE_COLL"] == wire.ETHERTYPE_COLL
+    agg = p4_constants("AGG_")
+    assert {
+        k.removeprefix("AGG_"): v for k, v in agg.items() if k[4:] in wire.AggOp.__members__
+    } == {o.name: o.value for o in wire.AggOp}
+    assert agg["AGG_OP_MAX"] == wire.AGG_OP_MAX == max(wire.AggOp)
+
+
+def test_p4_default_sizes_match_the_wire_defaults() -> None:
+    text = (P4SRC / "constants.p4").read_text()
+    defines = {m.group(1): int(m.group(2)) for m in re.finditer(r"#define (\w+) (\d+)", text)}
+    assert defines["NETCOLL_AGG_LANES"] == wire.AGG_LANES
+    assert defines["NETCOLL_AGG_WINDOW"] == wire.AGG_WINDOW
+    assert defines["NETCOLL_DROP_REASONS"] == wire.DROP_REASON_COUNT > max(wire.DropReason)
 
 
 def test_struct_and_scapy_agree_both_ways(test_rng: random.Random) -> None:
@@ -123,3 +138,42 @@ def test_serial_arithmetic_wraps(a: int, b: int, expected: bool) -> None:
 def test_serial_diff() -> None:
     assert wire.serial_diff(1, 0xFFFF) == 2
     assert wire.serial_diff(0xFFFF, 1) == -2
+
+
+def test_lanes_pack_big_endian_wrap_and_pad_with_the_identity() -> None:
+    payload = wire.pack_lanes([1, -1, 1 << 31, (1 << 32) + 5], 8, wire.agg_identity(wire.AggOp.MIN))
+    assert len(payload) == 32
+    assert payload[:8] == b"\x00\x00\x00\x01\xff\xff\xff\xff"
+    assert wire.unpack_lanes(payload) == [1, -1, -(1 << 31), 5] + [(1 << 31) - 1] * 4
+    with pytest.raises(ValueError, match="do not fit"):
+        wire.pack_lanes([0] * 9, 8)
+    with pytest.raises(wire.WireError, match="whole"):
+        wire.unpack_lanes(b"\0" * 6)
+
+
+@pytest.mark.parametrize("op", list(wire.AggOp))
+def test_identity_leaves_every_value_unchanged(op: wire.AggOp, test_rng: random.Random) -> None:
+    for value in [0, 1, -1, (1 << 31) - 1, -(1 << 31)] + [
+        test_rng.randrange(-(1 << 31), 1 << 31) for _ in range(50)
+    ]:
+        assert wire.agg_combine(op, value, wire.agg_identity(op)) == value
+        assert wire.agg_combine(op, wire.agg_identity(op), value) == value
+
+
+def test_combine_wraps_and_compares_signed() -> None:
+    assert wire.agg_combine(wire.AggOp.SUM, (1 << 31) - 1, 1) == -(1 << 31)
+    assert wire.agg_combine(wire.AggOp.MIN, -1, 1) == -1
+    assert wire.agg_combine(wire.AggOp.MAX, -1, 1) == 1
+    assert wire.agg_combine(wire.AggOp.AND, -1, 0x0F0F) == 0x0F0F
+    assert wire.agg_combine(wire.AggOp.XOR, -1, 1) == -2
+
+
+def test_reduction_frames_carry_no_crc_and_parse() -> None:
+    """Switches rewrite the lanes, so REDUCE/RESULT have payload_crc 0 and are not checked."""
+    payload = wire.pack_lanes([7], wire.AGG_LANES)
+    for op in (wire.Op.REDUCE, wire.Op.RESULT):
+        frame = wire.build_frame(wire.Header(op=op, tree=wire.AggOp.SUM), payload)
+        parsed = wire.parse_frame(frame)
+        assert parsed.hdr.payload_crc == 0 and wire.unpack_lanes(parsed.payload)[0] == 7
+    data = wire.build_frame(wire.Header(op=wire.Op.UNICAST), payload)
+    assert wire.parse_frame(data).hdr.payload_crc == wire.payload_crc(payload) != 0

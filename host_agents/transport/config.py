@@ -1,0 +1,94 @@
+"""The engine's knobs, its counters, and the errors a collective sees from it."""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller import wire
+
+
+class EngineError(Exception):
+    """Base of the errors a collective sees from the engine."""
+
+
+class PeerTimeout(EngineError):
+    def __init__(self, peer: int, what: str, seconds: float) -> None:
+        super().__init__(f"no progress from node {peer} for {seconds:.1f} s while {what}")
+        self.peer = peer
+
+
+class SizeMismatch(EngineError):
+    def __init__(self, peer: int, what: str, expected: int, got: int) -> None:
+        super().__init__(f"{what}: node {peer} sends {got} bytes where {expected} are expected")
+        self.peer = peer
+
+
+@dataclass(slots=True)
+class EngineConfig:
+    segment_size: int = wire.MAX_PAYLOAD
+    # In-flight limits stay below what BMv2 can absorb at once: it reads each port through a
+    # packet socket whose default buffer (net.core.rmem_default, 208 KiB) holds about 90
+    # full frames; a multicast root 128 segments ahead lost a third of them (measured).
+    message_window: int = 64  # unacknowledged segments per unicast message
+    mcast_window: int = 32  # segments the multicast root runs ahead of its slowest receiver
+    cwnd_initial: float = 16.0
+    cwnd_max: float = 64.0
+    # Timers are generous because dozens of agents and BMv2 switches share two cores in
+    # Mininet: a spurious retransmission costs more than a late one.
+    rto_initial: float = 0.2
+    rto_min: float = 0.05
+    rto_max: float = 2.0
+    ack_every: int = 16
+    ack_delay: float = 0.002
+    nack_delay: float = 0.005
+    peer_timeout: float = 15.0
+    barrier_rto: float = 0.1
+    barrier_rto_max: float = 1.0
+    # Early data (a message that arrives before its receiver asks for it) is accepted for
+    # epochs this far from the newest the rank started: nonblocking and persistent
+    # collectives overlap a few instances, not hundreds; senders beyond it retransmit later.
+    epochs_ahead: int = 64
+    max_message: int = 1 << 30
+    # memory that messages nobody has asked for yet may take, counted by what arrived (never
+    # by what a header claims): a flood of plausible-looking frames must not make an agent
+    # allocate without bound, nor one sender crowd out the others (senders retransmit later)
+    early_bytes: int = 256 << 20
+    early_bytes_per_sender: int = 64 << 20
+    early_messages_per_sender: int = 256
+    # an unfinished early message that gets no segment for this long is dropped: its sender
+    # has given up by then (peer_timeout), so only a stale or forged one is lost
+    early_idle_timeout: float = 30.0
+    # a freed communicator keeps re-acknowledging what it completed this long (a peer whose
+    # last ACK from us was lost is still retransmitting), then everything kept for it goes
+    comm_linger: float = 15.0
+    # in-network reduction: 32-bit lanes per REDUCE and slots per communicator of the compiled
+    # program (NETCOLL_AGG_LANES, NETCOLL_AGG_WINDOW; the launcher passes P4Info's)
+    agg_lanes: int = wire.AGG_LANES
+    agg_window: int = wire.AGG_WINDOW
+    completed_memory: int = 8192  # completed messages remembered to re-ACK their duplicates
+
+
+@dataclass(slots=True)
+class EngineStats:
+    frames_sent: int = 0
+    frames_received: int = 0
+    data_sent: int = 0
+    retransmissions: int = 0
+    mcast_retransmissions: int = 0
+    acks_sent: int = 0
+    nacks_sent: int = 0
+    nacks_received: int = 0
+    nacks_forwarded: int = 0
+    duplicates: int = 0
+    arrives_sent: int = 0
+    arrive_retransmissions: int = 0
+    reduce_sent: int = 0
+    reduce_retransmissions: int = 0
+    dropped: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "dropped"}
+        out["dropped"] = dict(self.dropped)
+        return out

@@ -1,0 +1,53 @@
+"""Budgets for early data: messages that started arriving before anyone asked for them.
+
+Counted by the bytes that really arrived (never by the size a header claims), in all and per
+sender, plus a number of such messages per sender: a flood of plausible-looking frames cannot
+make an agent allocate without bound, nor one sender crowd out the others. Whatever does not
+fit is dropped; its sender retransmits later.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from host_agents.transport.config import EngineConfig
+from host_agents.transport.messages import Incoming
+
+
+class EarlyBudget:
+    def __init__(self, cfg: EngineConfig) -> None:
+        self.cfg = cfg
+        self.held = 0  # parked bytes of every early message
+        self._bytes: collections.Counter[int] = collections.Counter()  # per sender
+        self._count: collections.Counter[int] = collections.Counter()  # messages per sender
+
+    def may_start(self, sender: int) -> bool:
+        """Whether ``sender`` may start one more early message."""
+        return self._count[sender] < self.cfg.early_messages_per_sender
+
+    def started(self, sender: int) -> None:
+        self._count[sender] += 1
+
+    def charge(self, sender: int, size: int) -> bool:
+        """Take ``size`` more parked bytes from ``sender``; False when they do not fit."""
+        if (
+            self.held + size > self.cfg.early_bytes
+            or self._bytes[sender] + size > self.cfg.early_bytes_per_sender
+        ):
+            return False
+        self.held += size
+        self._bytes[sender] += size
+        return True
+
+    def release(self, msg: Incoming) -> None:
+        """``msg`` stops counting against the budgets (claimed, retired or dropped)."""
+        if not msg.early or msg.early_sender is None:
+            return
+        msg.early = False
+        sender = msg.early_sender
+        self.held -= msg.parked_bytes
+        self._bytes[sender] -= msg.parked_bytes
+        self._count[sender] -= 1
+        if self._count[sender] <= 0:
+            del self._count[sender]
+            del self._bytes[sender]

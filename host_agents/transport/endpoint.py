@@ -1,0 +1,50 @@
+"""What every protocol object needs from the engine that hosts it.
+
+The engine (:class:`host_agents.engine.Engine`) owns the port, the clock, the counters and
+drop accounting; unicast, multicast, aggregation and the barrier see it only through this
+interface, so none of them imports the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Protocol
+
+from controller import wire
+from host_agents.directory import Directory
+from host_agents.plans import PlanFunc
+from host_agents.transport.config import EngineConfig, EngineStats
+
+BROADCAST_MAC = b"\xff" * 6  # multicast data and ARRIVE: the switch decides where they go
+
+
+class Endpoint(Protocol):
+    @property
+    def node(self) -> int: ...
+
+    @property
+    def cfg(self) -> EngineConfig: ...
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    @property
+    def stats(self) -> EngineStats: ...
+
+    @property
+    def directory(self) -> Directory: ...
+
+    @property
+    def plan(self) -> PlanFunc | None: ...
+
+    @property
+    def rng(self) -> random.Random: ...
+
+    def send_frame(
+        self, dst_mac: bytes, hdr: wire.Header, payload: bytes | memoryview = b""
+    ) -> None:
+        """Put one frame on the wire (counted)."""
+
+    def drop(self, reason: str, hdr: wire.Header | None) -> None:
+        """Count and log a rejected frame under ``reason``."""

@@ -1,0 +1,160 @@
+"""Every message this host is receiving, unicast and multicast alike.
+
+A message is created when its receiver asks for it (:meth:`Inbox.expect`) or when its first
+segment arrives (:meth:`Inbox.admit`: early data, admitted only for a plausible communicator
+and epoch and within :class:`EarlyBudget`). Completed messages are remembered so that their
+duplicates are acknowledged again: a sender whose last ACK was lost keeps retransmitting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Callable
+
+from controller import wire
+from host_agents.transport.config import EngineError, SizeMismatch
+from host_agents.transport.early import EarlyBudget
+from host_agents.transport.endpoint import Endpoint
+from host_agents.transport.keys import MessageKey
+from host_agents.transport.messages import Incoming, segment_count
+
+EarlyFilter = Callable[[int, int], bool]  # (comm, epoch) -> may early data start there
+
+
+class Inbox:
+    def __init__(self, endpoint: Endpoint, accepts_early: EarlyFilter) -> None:
+        self.endpoint = endpoint
+        self.cfg = endpoint.cfg
+        self.accepts_early = accepts_early
+        self.messages: dict[MessageKey, Incoming] = {}
+        self.completed: collections.OrderedDict[MessageKey, int] = collections.OrderedDict()
+        self.early = EarlyBudget(self.cfg)
+        self._sweep: asyncio.TimerHandle | None = None
+
+    def expect(self, key: MessageKey, size: int, peer: int, what: str) -> Incoming:
+        """The receiver's side of a message it is about to wait for: found if it started
+        arriving (its size must then match), created otherwise."""
+        msg = self.messages.get(key)
+        if msg is None:
+            if key in self.completed:
+                raise EngineError(f"{what} from node {peer} was already received and consumed")
+            msg = Incoming(
+                self.endpoint.loop, key, size, segment_count(size, self.cfg.segment_size)
+            )
+            self.messages[key] = msg
+        elif msg.size != size:
+            raise SizeMismatch(peer, what, size, msg.size)
+        if msg.early:
+            msg.materialize(self.cfg.segment_size)
+            self.early.release(msg)
+        return msg
+
+    def admit(
+        self, key: MessageKey, hdr: wire.Header, payload: memoryview
+    ) -> tuple[Incoming, bool] | None:
+        """Place one data segment in its message, created if it is the first we see and its
+        communicator and epoch are plausible; (message, whether the segment was new), or
+        None when the frame was rejected (counted and logged)."""
+        msg = self.messages.get(key)
+        sender = hdr.src_node
+        drop = self.endpoint.drop
+        if msg is None:
+            if not self.accepts_early(hdr.comm_id, hdr.epoch):
+                drop("unknown communicator or epoch", hdr)
+                return None
+            if hdr.msg_len > self.cfg.max_message:
+                drop("message larger than max_message", hdr)
+                return None
+            seg_count = segment_count(hdr.msg_len, self.cfg.segment_size)
+            if hdr.seg_count != seg_count:
+                drop("segment count does not match the message size", hdr)
+                return None
+            if not self.early.may_start(sender):
+                drop("too many messages nobody has asked for yet from one sender", hdr)
+                return None
+            msg = Incoming(self.endpoint.loop, key, hdr.msg_len, seg_count, early_sender=sender)
+            self.early.started(sender)
+            self.messages[key] = msg
+            self._arm_sweep()
+        if not self._fits(msg, hdr):
+            return None
+        if (
+            msg.early
+            and not msg.received[hdr.seg_idx]
+            and not self.early.charge(sender, len(payload))
+        ):
+            drop("too much data nobody has asked for yet", hdr)
+            return None
+        new = msg.place(hdr.seg_idx, payload, self.cfg.segment_size)
+        if not new:
+            self.endpoint.stats.duplicates += 1
+        return msg, new
+
+    def _fits(self, msg: Incoming, hdr: wire.Header) -> bool:
+        drop = self.endpoint.drop
+        if hdr.msg_len != msg.size or hdr.seg_count != msg.seg_count:
+            drop(f"message of {hdr.msg_len} bytes where {msg.size} are expected", hdr)
+            if not msg.done.done():
+                msg.done.set_exception(
+                    SizeMismatch(hdr.src_node, f"message tag {hdr.tag}", msg.size, hdr.msg_len)
+                )
+            return False
+        if hdr.seg_idx >= msg.seg_count:
+            drop("segment index beyond the message", hdr)
+            return False
+        start, end = (
+            hdr.seg_idx * self.cfg.segment_size,
+            min(msg.size, (hdr.seg_idx + 1) * self.cfg.segment_size),
+        )
+        if hdr.payload_len != end - start:
+            drop("segment length does not match its index", hdr)
+            return False
+        return True
+
+    def consume(self, msg: Incoming) -> None:
+        """The caller has the data: forget the message, remember it to re-ACK duplicates."""
+        msg.consumed = True
+        if msg.done.done():
+            self.retire(msg)
+
+    def retire(self, msg: Incoming) -> None:
+        msg.cancel_timers()
+        self.early.release(msg)
+        if self.messages.get(msg.key) is msg:
+            del self.messages[msg.key]
+        self.completed[msg.key] = msg.seg_count
+        while len(self.completed) > self.cfg.completed_memory:
+            self.completed.popitem(last=False)
+
+    def purge(self, comm: int) -> None:
+        """Forget everything received or being received on ``comm``."""
+        for key in [k for k in self.completed if k.comm == comm]:
+            del self.completed[key]
+        for key in [k for k in self.messages if k.comm == comm]:
+            msg = self.messages.pop(key)
+            msg.cancel_timers()
+            self.early.release(msg)
+
+    def _arm_sweep(self) -> None:
+        if self._sweep is None:
+            self._sweep = self.endpoint.loop.call_later(
+                self.cfg.early_idle_timeout / 2, self._sweep_early
+            )
+
+    def _sweep_early(self) -> None:
+        """Drop unfinished early messages that stopped arriving (their sender gave up)."""
+        self._sweep = None
+        now = self.endpoint.loop.time()
+        for key, msg in list(self.messages.items()):
+            if (
+                msg.early
+                and not msg.done.done()
+                and now - msg.last_arrival > self.cfg.early_idle_timeout
+            ):
+                del self.messages[key]
+                msg.cancel_timers()
+                self.early.release(msg)
+                self.endpoint.stats.dropped["early message expired"] += 1
+        if any(m.early for m in self.messages.values()):
+            self._arm_sweep()

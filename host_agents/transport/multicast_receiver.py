@@ -1,0 +1,154 @@
+"""Multicast, the receivers' side.
+
+For an acknowledged multicast a receiver ACKs cumulatively, delayed like unicast, to its ACK
+target (its group's co-root, or the root: :mod:`host_agents.plans`), and reports a gap with a
+NACK after a random delay, cancelled if the repair another receiver asked for arrives first.
+For a published one (NO_ACK) it only collects segments; the caller asks for repairs
+(:mod:`host_agents.transport.publish`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from controller import wire
+from controller.wire import Flag, Op
+from host_agents.entitlement import Refusal
+from host_agents.transport.endpoint import Endpoint
+from host_agents.transport.feedback import MAX_NACK_RANGES, NO_SACK, pack_ranges
+from host_agents.transport.inbox import Inbox
+from host_agents.transport.keys import McastKey
+from host_agents.transport.messages import Incoming
+from host_agents.transport.publish import RepairRequests
+
+AckSink = Callable[[wire.Header], None]  # an ACK this node sends to itself (as a co-root)
+NackSink = Callable[[McastKey, list[tuple[int, int]]], None]  # the same for a NACK
+
+
+class MulticastReceiver:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        inbox: Inbox,
+        repairs: RepairRequests,
+        *,
+        ack_self: AckSink,
+        nack_self: NackSink,
+    ) -> None:
+        self.endpoint = endpoint
+        self.cfg = endpoint.cfg
+        self.loop = endpoint.loop
+        self.inbox = inbox
+        self.repairs = repairs
+        self._ack_self = ack_self
+        self._nack_self = nack_self
+
+    def incoming(self, key: McastKey, size: int) -> Incoming:
+        return self.inbox.expect(key, size, key.root, "broadcast")
+
+    def _ack_target(self, comm: int, root: int, tree: int) -> int | None:
+        endpoint = self.endpoint
+        if endpoint.plan is None or comm not in endpoint.directory.comms:
+            return None
+        return endpoint.plan(comm, root, tree).ack_target.get(endpoint.node)
+
+    def on_data(self, hdr: wire.Header, payload: memoryview) -> None:
+        """A multicast segment (or its unicast repair) from an entitled root."""
+        key = McastKey.of(hdr)
+        no_ack = bool(hdr.flags & Flag.NO_ACK)
+        target = hdr.root_node if no_ack else self._ack_target(hdr.comm_id, hdr.root_node, hdr.tree)
+        if target is None:
+            self.endpoint.drop(Refusal.NOT_RECEIVER, hdr)
+            return
+        completed = self.inbox.completed.get(key)
+        if completed is not None:
+            self.endpoint.stats.duplicates += 1
+            if not no_ack:
+                self._report(hdr, target, completed, final=True)
+            return
+        admitted = self.inbox.admit(key, hdr, payload)
+        if admitted is None:
+            return
+        msg, new = admitted
+        if hdr.flags & Flag.REPAIR:
+            self.repairs.repaired(new)
+        msg.unacked += 1
+        if msg.done.done():
+            msg.cancel_timers()
+            if not no_ack:
+                self._report(hdr, target, msg.seg_count, final=True)
+            if msg.consumed:
+                self.inbox.retire(msg)
+            return
+        if no_ack:
+            return  # the receiver asks for what is missing when things fall silent
+        if msg.highest >= msg.contiguous and msg.nack_timer is None:
+            # a gap: wait a random moment, the repair another receiver asked for may come
+            delay = self.endpoint.rng.uniform(0.2, 1.0) * self.cfg.nack_delay
+            msg.nack_timer = self.loop.call_later(delay, self._nack, msg, hdr, target)
+        if not new or msg.unacked >= self.cfg.ack_every:
+            self._ack_now(msg, hdr, target)
+        elif msg.ack_timer is None:
+            msg.ack_timer = self.loop.call_later(
+                self.cfg.ack_delay, self._ack_now, msg, hdr, target
+            )
+
+    def _ack_now(self, msg: Incoming, hdr: wire.Header, target: int) -> None:
+        if msg.ack_timer is not None:
+            msg.ack_timer.cancel()
+            msg.ack_timer = None
+        msg.unacked = 0
+        self._report(hdr, target, msg.contiguous, final=False)
+
+    def _report(self, hdr: wire.Header, target: int, cum: int, *, final: bool) -> None:
+        """Our own progress goes to our ACK target, which may be ourselves as co-root.
+        ``final`` marks the report of a complete receiver answering a retransmission."""
+        ack = wire.Header(
+            op=Op.ACK,
+            comm_id=hdr.comm_id,
+            epoch=hdr.epoch,
+            tree=hdr.tree,
+            root_node=hdr.root_node,
+            src_node=self.endpoint.node,
+            dst_node=target,
+            seq=cum,
+            seg_count=hdr.seg_count,
+            flags=Flag.LAST if final else Flag.NONE,
+        )
+        if target == self.endpoint.node:
+            self._ack_self(ack)
+            return
+        self.endpoint.send_frame(self.endpoint.directory.mac(target), ack, NO_SACK)
+        self.endpoint.stats.acks_sent += 1
+
+    def _nack(self, msg: Incoming, hdr: wire.Header, target: int) -> None:
+        msg.nack_timer = None
+        if msg.done.done():
+            return
+        ranges = msg.missing_ranges(MAX_NACK_RANGES)
+        now = self.loop.time()
+        if not ranges or now - msg.last_nack < self.cfg.nack_delay * 4:
+            if ranges:  # still missing: look again later
+                msg.nack_timer = self.loop.call_later(
+                    self.cfg.nack_delay * 4, self._nack, msg, hdr, target
+                )
+            return
+        msg.last_nack = now
+        self.endpoint.stats.nacks_sent += 1
+        self._send_nack(hdr, target, ranges)
+        msg.nack_timer = self.loop.call_later(self.cfg.rto_initial, self._nack, msg, hdr, target)
+
+    def _send_nack(self, hdr: wire.Header, target: int, ranges: list[tuple[int, int]]) -> None:
+        if target == self.endpoint.node:
+            self._nack_self(McastKey.of(hdr), ranges)
+            return
+        nack = wire.Header(
+            op=Op.NACK,
+            comm_id=hdr.comm_id,
+            epoch=hdr.epoch,
+            tree=hdr.tree,
+            root_node=hdr.root_node,
+            src_node=self.endpoint.node,
+            dst_node=target,
+        )
+        self.endpoint.send_frame(self.endpoint.directory.mac(target), nack, pack_ranges(ranges))

@@ -1,0 +1,206 @@
+"""Acknowledged multicast, the root's side.
+
+The switches replicate; the root keeps a window of ``mcast_window`` segments beyond its
+slowest ACK source (a co-root per dragonfly group, or each receiver for direct plans), resends
+the oldest unacknowledged segments on timeout, and multicasts again what a NACK reports
+missing (at most once per half RTO per segment). It merges its own group's ACKs itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from controller import wire
+from controller.wire import Flag, Op
+from host_agents.plans import McastPlan
+from host_agents.transport.aggregation import Aggregator
+from host_agents.transport.config import PeerTimeout
+from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
+from host_agents.transport.keys import McastKey
+from host_agents.transport.messages import Source, segment_bounds, segment_count
+from host_agents.transport.rtt import RttEstimate
+
+
+def send_mcast_segment(
+    endpoint: Endpoint,
+    key: McastKey,
+    source: Source,
+    seg: int,
+    flags: int,
+    repair_to: int | None = None,
+) -> None:
+    """One segment of the multicast ``key``: along the tree, or (a repair) by unicast."""
+    segment_size = endpoint.cfg.segment_size
+    start, end = segment_bounds(source.size, seg, segment_size)
+    seg_count = segment_count(source.size, segment_size)
+    if seg == seg_count - 1:
+        flags |= Flag.LAST
+    hdr = wire.Header(
+        op=Op.MCAST if repair_to is None else Op.UNICAST,
+        comm_id=key.comm,
+        epoch=key.epoch,
+        tree=key.tree,
+        flags=flags,
+        src_node=endpoint.node,
+        dst_node=repair_to or 0,
+        root_node=endpoint.node,
+        seg_idx=seg,
+        seg_count=seg_count,
+        msg_len=source.size,
+    )
+    dst_mac = BROADCAST_MAC if repair_to is None else endpoint.directory.mac(repair_to)
+    endpoint.send_frame(dst_mac, hdr, source.view[start:end])
+    endpoint.stats.data_sent += 1
+
+
+class McastRoot:
+    """The root's side of one acknowledged multicast."""
+
+    def __init__(self, endpoint: Endpoint, key: McastKey, source: Source, plan: McastPlan) -> None:
+        cfg, loop = endpoint.cfg, endpoint.loop
+        self.key = key
+        self.source = source
+        self.seg_count = segment_count(source.size, cfg.segment_size)
+        self.cum = dict.fromkeys(plan.root_sources, 0)  # ACK source -> segments it has
+        # the root merges the ACKs of its own dragonfly group
+        members = plan.aggregates.get(endpoint.node)
+        self.group = Aggregator(members, endpoint.node) if members is not None else None
+        self.next_new = 0
+        self.last_repair: dict[int, float] = {}
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.last_progress = loop.time()
+        self.timer: asyncio.TimerHandle | None = None
+        self.sent_at: dict[int, float] = {}  # first transmission of each segment
+        self.rtt = RttEstimate(cfg.rto_initial)  # to the slowest ACK source
+
+    @property
+    def rto(self) -> float:
+        return self.rtt.rto
+
+    @property
+    def slowest(self) -> int:
+        return min(self.cum.values()) if self.cum else self.seg_count
+
+
+class MulticastRoots:
+    """Every acknowledged multicast this node is rooting."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.cfg = endpoint.cfg
+        self.loop = endpoint.loop
+        self._roots: dict[McastKey, McastRoot] = {}
+
+    def is_rooting(self, key: McastKey) -> bool:
+        return key in self._roots
+
+    def purge(self, comm: int) -> None:
+        """Fail every multicast still being sent on ``comm`` (it was freed)."""
+        for key in [k for k in self._roots if k.comm == comm]:
+            self._roots[key].done.cancel()
+
+    def send(self, key: McastKey, source: Source, plan: McastPlan) -> asyncio.Future[None]:
+        """Multicast ``source``; completes when every receiver of ``plan`` has acknowledged
+        every segment."""
+        root = McastRoot(self.endpoint, key, source, plan)
+        self._roots[key] = root
+        source.subscribe(lambda: self._pump(root))
+        root.done.add_done_callback(lambda _f: self._finish(root))
+        if not plan.receivers:
+            root.done.set_result(None)
+        else:
+            self._pump(root)
+        return root.done
+
+    def _finish(self, root: McastRoot) -> None:
+        self._roots.pop(root.key, None)
+        if root.timer is not None:
+            root.timer.cancel()
+
+    def _pump(self, root: McastRoot) -> None:
+        if root.done.done():
+            return
+        while (
+            root.next_new < root.seg_count and root.next_new - root.slowest < self.cfg.mcast_window
+        ):
+            _, end = segment_bounds(root.source.size, root.next_new, self.cfg.segment_size)
+            if root.source.available < end:
+                break
+            self._transmit(root, root.next_new, retransmit=False)
+            root.next_new += 1
+        if root.timer is None and root.next_new > root.slowest:
+            root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
+
+    def _transmit(self, root: McastRoot, seg: int, *, retransmit: bool) -> None:
+        send_mcast_segment(
+            self.endpoint, root.key, root.source, seg, Flag.RETRANSMIT if retransmit else Flag.NONE
+        )
+        if retransmit:
+            root.last_repair[seg] = self.loop.time()
+            self.endpoint.stats.mcast_retransmissions += 1
+        else:
+            root.sent_at[seg] = self.loop.time()
+
+    def _on_timeout(self, root: McastRoot) -> None:
+        root.timer = None
+        if root.done.done():
+            return
+        waited = self.loop.time() - root.last_progress
+        if waited > self.cfg.peer_timeout:
+            laggards = [n for n, c in root.cum.items() if c < root.seg_count]
+            root.done.set_exception(
+                PeerTimeout(laggards[0], f"multicasting to {len(laggards)} receivers", waited)
+            )
+            return
+        first = root.slowest
+        for seg in range(first, min(first + 4, root.next_new)):
+            self._transmit(root, seg, retransmit=True)
+        root.rtt.rto = min(root.rto * 2, self.cfg.rto_max)
+        root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
+
+    def on_ack(self, key: McastKey, member: int, cum: int) -> bool:
+        """An ACK (merged by a co-root, or from a member of the root's own group); False when
+        this node roots no multicast ``key``."""
+        root = self._roots.get(key)
+        if root is None:
+            return False
+        if member in root.cum:
+            self._ack(root, member, cum)
+        elif root.group is not None:  # a member of the root's own group
+            root.group.merge(member, cum)
+            self._ack(root, self.endpoint.node, min(root.group.cum.values()))
+        return True
+
+    def _ack(self, root: McastRoot, source: int, cum: int) -> None:
+        if source not in root.cum or cum <= root.cum[source]:
+            return
+        before = root.slowest
+        root.cum[source] = min(cum, root.seg_count)
+        if root.slowest > before:
+            now = self.loop.time()
+            root.last_progress = now
+            newest = root.slowest - 1
+            sent = root.sent_at.get(newest)
+            if sent is not None and newest not in root.last_repair:  # Karn: clean samples only
+                root.rtt.sample(now - sent, self.cfg)
+            if root.timer is not None:
+                root.timer.cancel()
+                root.timer = None
+        if root.slowest >= root.seg_count:
+            root.done.set_result(None)
+        else:
+            self._pump(root)
+
+    def on_nack(self, key: McastKey, ranges: list[tuple[int, int]]) -> bool:
+        """Missing ranges reported to the root; False when this node roots no multicast
+        ``key``."""
+        root = self._roots.get(key)
+        if root is None:
+            return False
+        now = self.loop.time()
+        interval = root.rto / 2
+        for first, count in ranges:
+            for seg in range(first, min(first + count, root.next_new)):
+                if now - root.last_repair.get(seg, -1e9) >= interval:
+                    self._transmit(root, seg, retransmit=True)
+        return True

@@ -1,0 +1,23 @@
+"""Round-trip time estimate and retransmission timeout towards one destination (RFC 6298)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from host_agents.transport.config import EngineConfig
+
+
+@dataclass(slots=True)
+class RttEstimate:
+    rto: float
+    srtt: float = 0.0
+    rttvar: float = 0.0
+
+    def sample(self, rtt: float, cfg: EngineConfig) -> None:
+        """One clean measurement (never of a retransmitted segment: Karn's rule)."""
+        if self.srtt == 0.0:
+            self.srtt, self.rttvar = rtt, rtt / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+        self.rto = min(cfg.rto_max, max(cfg.rto_min, self.srtt + 4 * self.rttvar))

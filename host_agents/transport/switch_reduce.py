@@ -1,0 +1,138 @@
+"""In-network reduction, the host's side.
+
+A vector is cut into chunks of ``agg_lanes`` 32-bit lanes (the last one padded with the
+operation's identity). Each chunk's contribution (REDUCE) goes to the host's switch and is
+resent with backoff until the RESULT of that chunk comes back down the communicator's barrier
+tree; the switches never add a duplicate twice and answer a late one with the result, so
+retransmission is always safe. At most half of the switch's ``agg_window`` slots per
+communicator are in flight: a host sends chunk c + window/2 only once it holds the result of
+chunk c, so a switch reuses a slot only when every host already has what the slot held
+(SwitchML's shadow copies). Instances are numbered by the communicator's barrier epochs, which
+survive jobs and restarts (the switches advance their released barrier epoch with the last
+chunk of each instance).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from controller import wire
+from controller.wire import Flag, Op
+from host_agents.reduction import IDENTITY, LANE_BYTES, WIRE, ReduceOp
+from host_agents.transport.config import EngineError, PeerTimeout
+from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
+
+MAX_CHUNKS = 1 << 16  # chunk indices are 16 bits in the switch's slot tag
+
+ChunkKey = tuple[int, int, int]  # (comm, epoch, chunk)
+
+
+class SwitchReduce:
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.cfg = endpoint.cfg
+        self.loop = endpoint.loop
+        self._waiting: dict[ChunkKey, asyncio.Future[bytes]] = {}
+
+    def chunks(self, nbytes: int) -> int:
+        return max(1, -(-nbytes // (self.cfg.agg_lanes * LANE_BYTES)))
+
+    async def reduce(
+        self, comm: int, epoch: int, data: bytes | bytearray, op: ReduceOp, timeout: float
+    ) -> bytes:
+        """Every rank's ``data`` combined by the switches; every rank gets the result."""
+        lanes = self.cfg.agg_lanes
+        count = self.chunks(len(data))
+        if count > MAX_CHUNKS:
+            raise EngineError(
+                f"an in-network reduction takes at most {MAX_CHUNKS * lanes * LANE_BYTES} bytes"
+            )
+        padded = np.full(count * lanes, IDENTITY[op], dtype=np.int64).astype(np.int32)
+        padded[: len(data) // LANE_BYTES] = np.frombuffer(bytes(data), dtype=WIRE)
+        payload = padded.astype(WIRE).tobytes()
+        chunk_bytes = lanes * LANE_BYTES
+        in_flight = max(1, self.cfg.agg_window // 2)
+        deadline = self.loop.time() + timeout
+        tasks: list[asyncio.Task[bytes]] = []
+        try:
+            for chunk in range(count):
+                if chunk >= in_flight:
+                    await tasks[chunk - in_flight]  # its slot's previous result is here
+                part = payload[chunk * chunk_bytes : (chunk + 1) * chunk_bytes]
+                tasks.append(
+                    self.loop.create_task(
+                        self._chunk(comm, epoch, chunk, count, op, part, deadline)
+                    )
+                )
+            results = await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+        return b"".join(results)[: len(data)]
+
+    async def _chunk(
+        self,
+        comm: int,
+        epoch: int,
+        chunk: int,
+        count: int,
+        op: ReduceOp,
+        part: bytes,
+        deadline: float,
+    ) -> bytes:
+        endpoint = self.endpoint
+        key = (comm, epoch, chunk)
+        waiter: asyncio.Future[bytes] = self.loop.create_future()
+        self._waiting[key] = waiter
+        hdr = wire.Header(
+            op=Op.REDUCE,
+            comm_id=comm,
+            epoch=epoch,
+            tree=int(op),
+            src_node=endpoint.node,
+            seg_idx=chunk,
+            seg_count=count,
+            msg_len=len(part),
+        )
+        delay = self.cfg.barrier_rto
+        try:
+            endpoint.send_frame(BROADCAST_MAC, hdr, part)
+            endpoint.stats.reduce_sent += 1
+            while True:
+                remaining = deadline - self.loop.time()
+                if remaining <= 0:
+                    raise PeerTimeout(
+                        endpoint.directory.switch_of(endpoint.node)
+                        if endpoint.node in endpoint.directory.places
+                        else 0,
+                        f"waiting for the RESULT of chunk {chunk} of reduction {epoch} on "
+                        f"communicator {comm}",
+                        deadline - self.loop.time(),
+                    )
+                try:
+                    return await asyncio.wait_for(asyncio.shield(waiter), min(delay, remaining))
+                except TimeoutError:
+                    endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=Flag.RETRANSMIT), part)
+                    endpoint.stats.reduce_retransmissions += 1
+                    delay = min(delay * 2, self.cfg.barrier_rto_max)
+        finally:
+            self._waiting.pop(key, None)
+
+    def on_result(self, hdr: wire.Header, payload: memoryview) -> None:
+        """A RESULT from this host's own switch."""
+        waiter = self._waiting.get((hdr.comm_id, hdr.epoch, hdr.seg_idx))
+        if waiter is None or waiter.done():
+            self.endpoint.stats.duplicates += 1
+            return
+        if len(payload) != self.cfg.agg_lanes * LANE_BYTES:
+            self.endpoint.drop("RESULT with the wrong number of lanes", hdr)
+            return
+        waiter.set_result(bytes(payload))
+
+    def purge(self, comm: int) -> None:
+        for key in [k for k in self._waiting if k[0] == comm]:
+            waiter = self._waiting.pop(key)
+            if not waiter.done():
+                waiter.set_exception(EngineError(f"communicator {comm} was freed"))

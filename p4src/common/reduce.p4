@@ -1,0 +1,181 @@
+/* netcoll: reduction (REDUCE up the barrier tree, RESULT down it) in aggregation slots.
+ *
+ * A reduction uses the barrier tree of its communicator (child mask, parent port, generation
+ * from the barrier slot that mini packets write): nothing else is configured. Each chunk of
+ * NETCOLL_AGG_LANES 32-bit lanes lands in slot comm_id * NETCOLL_AGG_WINDOW + (seg_idx mod
+ * NETCOLL_AGG_WINDOW), whose state is
+ *   key      {tag = epoch ++ seg_idx[15:0], owner = 1 ++ barrier generation[15:0]}; owner 0:
+ *            never used (so a first packet always starts the slot);
+ *   arrived  the children that contributed, bit 31 = AGG_RESULT_KNOWN (the final result is here);
+ *   lanes    the partial aggregate, or the result.
+ * The architecture shim owns the registers (AggState, applied by BarrierState between reading
+ * the tree and the released epoch, agg_releases_epoch) and calls the functions below, in the
+ * order key, arrived, lanes, so every architecture takes the same decisions;
+ * docs/protocol.md has the state machine.
+ */
+#ifndef NETCOLL_REDUCE_P4
+#define NETCOLL_REDUCE_P4
+
+#include "constants.p4"
+#include "headers.p4"
+
+/* Header checks before any register is indexed: comm_id names a slot row, seg_idx fits the
+ * 16-bit tag, tree names an operation. */
+bit<8> agg_header_reason(in headers_t hdr) {
+    bit<8> reason = DROP_NONE;
+    if (hdr.coll.comm_id >= NETCOLL_COMM_SLOTS) {
+        reason = DROP_COMM_RANGE;
+    } else if (hdr.coll.seg_idx > 0xFFFF) {
+        reason = DROP_AGG_CHUNK_RANGE;
+    } else if (hdr.coll.tree == 0 || hdr.coll.tree > AGG_OP_MAX) {
+        reason = DROP_AGG_BAD_OP;
+    }
+    return reason;
+}
+
+bit<32> agg_slot_index(in comm_id_t comm, in bit<32> chunk) {
+    return (bit<32>) comm * NETCOLL_AGG_WINDOW + (chunk & (NETCOLL_AGG_WINDOW - 1));
+}
+
+bit<32> agg_tag(in epoch_t epoch, in bit<32> chunk) {
+    return epoch ++ chunk[15:0];
+}
+
+/* The configuration generation a slot was started under, never 0 once started. */
+bit<32> agg_owner(in bit<16> generation) {
+    return 16w1 ++ generation;
+}
+
+/* RFC 1982 on 32 bits: is tag a after tag b? (epoch first, then chunk) */
+bool agg_tag_after(in bit<32> a, in bit<32> b) {
+    bit<32> distance = a - b;
+    return distance != 0 && distance < 0x80000000;
+}
+
+/* How a slot's stored key relates to the packet's: the whole key decision, usable as the
+ * condition of a register program (Tofino's RegisterAction) and by the verdict alike. */
+bit<8> agg_key_relation(in bit<32> stored_tag, in bit<32> stored_owner, in bit<32> tag,
+                        in bit<32> owner) {
+    return (stored_owner == owner && stored_tag == tag) ? AGG_KEY_SAME
+        : ((stored_owner != owner || agg_tag_after(tag, stored_tag)) ? AGG_KEY_FRESH
+                                                                    : AGG_KEY_STALE);
+}
+
+/* agg_arrived after a packet that is not stale: a RESULT makes the slot final (every child
+ * counted, result known); a REDUCE adds its child's bit to the slot's set, empty if fresh. */
+port_bitmap_t agg_arrivals_after(in bit<8> op, in bit<8> relation, in port_bitmap_t stored,
+                                 in port_bitmap_t child, in port_bitmap_t child_mask) {
+    return (op == OP_RESULT) ? child_mask | AGG_RESULT_KNOWN
+        : ((relation == AGG_KEY_FRESH) ? 32w0 : stored) | child;
+}
+
+/* agg_arrived as the verdict sees it: what the slot held for this chunk before the packet. */
+port_bitmap_t agg_arrivals_before(in bit<8> relation, in port_bitmap_t stored) {
+    return (relation == AGG_KEY_FRESH) ? 32w0 : stored;
+}
+
+/* Before the slot: may this port send this op on the communicator's tree? */
+bit<8> agg_admission_reason(in bit<8> op, in port_num_t in_port, in port_bitmap_t in_port_bit,
+                            in port_bitmap_t child_mask, in port_num_t parent_port) {
+    bit<8> reason = DROP_NONE;
+    if (child_mask == 0) {
+        reason = DROP_BARRIER_UNCONFIGURED;
+    } else if (op == OP_REDUCE) {
+        if ((child_mask & in_port_bit) == 0) {
+            reason = DROP_NOT_CHILD;
+        }
+    } else if (parent_port == 0 || in_port != parent_port) {
+        reason = DROP_NOT_PARENT; /* only the parent sends a RESULT; the root accepts none */
+    }
+    return reason;
+}
+
+/* What to do with a REDUCE or RESULT that is not stale, from agg_arrived before it. verdict is
+ * one of AGG_*; lane_mode says what happens to the slot's lanes; reason is set for a drop. */
+void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
+                  in port_bitmap_t in_port_bit, in port_bitmap_t child_mask,
+                  in port_num_t parent_port, out bit<8> verdict, out bit<8> lane_mode,
+                  out bit<8> reason) {
+    verdict = 0;
+    lane_mode = AGG_LANES_NONE;
+    reason = DROP_NONE;
+    if (op == OP_RESULT) {
+        verdict = AGG_DISTRIBUTE;
+        lane_mode = AGG_LANES_SET;
+    } else if ((previous & AGG_RESULT_KNOWN) != 0
+            || (parent_port == 0 && previous == child_mask)) {
+        verdict = AGG_ANSWER; /* late or repeated contribution: the result is here */
+        lane_mode = AGG_LANES_READ;
+    } else if ((previous & in_port_bit) != 0) {
+        if (previous == child_mask) {
+            verdict = AGG_SEND_UP; /* complete, no result yet: the partial may have been lost */
+            lane_mode = AGG_LANES_READ;
+        } else {
+            reason = DROP_AGG_DUPLICATE; /* counted once already */
+        }
+    } else {
+        lane_mode = (relation == AGG_KEY_FRESH) ? AGG_LANES_SET : AGG_LANES_COMBINE;
+        if ((previous | in_port_bit) != child_mask) {
+            verdict = AGG_ABSORB;
+        } else if (parent_port == 0) {
+            verdict = AGG_DISTRIBUTE; /* the root completed: the aggregate is the result */
+        } else {
+            verdict = AGG_SEND_UP;
+        }
+    }
+}
+
+/* Instances are numbered by the communicator's barrier epochs, so a reduction moves the barrier
+ * slot's released epoch on like a barrier does (keeping later barriers inside their window):
+ * when this switch sends the RESULT of an instance's last chunk (seg_idx + 1 = seg_count) down
+ * the tree, released := epoch if epoch is newer (epoch_after, common/barrier.p4). */
+bool agg_releases_epoch(in bit<8> verdict, in bit<32> chunk, in bit<32> chunk_count) {
+    return verdict == AGG_DISTRIBUTE && chunk + 1 == chunk_count;
+}
+
+/* Signed 32-bit order as unsigned order: flip the sign bit. */
+bool agg_signed_less(in bit<32> a, in bit<32> b) {
+    return (a ^ 0x80000000) < (b ^ 0x80000000);
+}
+
+/* One lane of the reduction: op(stored, offered). Expressions only, so an architecture may
+ * call it inside an action. */
+bit<32> agg_combine(in bit<8> op, in bit<32> stored, in bit<32> offered) {
+    /* P4's ?: binds tighter than ==: every condition is parenthesised */
+    return (op == AGG_SUM) ? stored + offered
+        : ((op == AGG_MIN) ? ((agg_signed_less(offered, stored)) ? offered : stored)
+        : ((op == AGG_MAX) ? ((agg_signed_less(stored, offered)) ? offered : stored)
+        : ((op == AGG_AND) ? stored & offered
+        : ((op == AGG_OR) ? stored | offered
+        : stored ^ offered))));
+}
+
+/* After AggState: turn the verdict into a packet to send. The lanes are already in hdr.agg.
+ * payload_crc is not kept for REDUCE/RESULT (the switch rewrites the lanes): always 0. */
+control ReduceDecide(inout headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        if (meta.drop_reason != DROP_NONE) {
+            return;
+        }
+        if (meta.agg_verdict == AGG_ABSORB) {
+            meta.drop_reason = DROP_ABSORBED; /* recorded; waits for the other children */
+            return;
+        }
+        hdr.coll.src_node = meta.my_node; /* every REDUCE/RESULT names the switch that sent it */
+        hdr.coll.payload_crc = 0;
+        if (meta.agg_verdict == AGG_ANSWER) {
+            hdr.coll.op = OP_RESULT;
+            meta.out_kind = OUT_REPLY;
+        } else if (meta.agg_verdict == AGG_SEND_UP) {
+            meta.out_kind = OUT_UNICAST;
+            meta.out_port = meta.bar_parent;
+        } else {
+            hdr.coll.op = OP_RESULT;
+            meta.out_kind = OUT_MCAST;
+            meta.mcast_children = meta.bar_child_mask;
+            meta.filter_children = 1;
+        }
+    }
+}
+
+#endif /* NETCOLL_REDUCE_P4 */

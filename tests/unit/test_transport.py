@@ -1,0 +1,164 @@
+"""The transport's pieces on their own: typed message keys and the pacing of repair requests.
+
+One engine on a port that records what it sends; no network. The collectives on the fabric
+(test_collectives_fabric.py) exercise the same code end to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from controller import wire
+from host_agents.directory import Directory
+from host_agents.engine import Engine, EngineConfig, Incoming
+from host_agents.port import FrameHandler, Port
+
+pytestmark = pytest.mark.unit
+
+ME = 1
+ROOTS = range(2, 22)  # the other ranks' nodes: rank r is node r + 2
+COMM, EPOCH = 7, 3
+SEGMENT = 100
+
+
+class RecordingPort(Port):
+    def __init__(self) -> None:
+        self.sent: list[wire.Header] = []
+        self.bodies: list[bytes] = []
+
+    def start(self, loop: asyncio.AbstractEventLoop, on_frame: FrameHandler) -> None:
+        pass
+
+    def send(self, frame: bytes) -> None:
+        parsed = wire.parse_frame(frame)
+        self.sent.append(parsed.hdr)
+        self.bodies.append(bytes(parsed.payload))
+
+    def close(self) -> None:
+        pass
+
+
+def with_engine(body: Callable[[Engine, RecordingPort], None]) -> None:
+    async def main() -> None:
+        port = RecordingPort()
+        macs = {n: bytes([2, 0, 0, 0, 0, n]) for n in (ME, *ROOTS)}
+        config = EngineConfig(segment_size=SEGMENT, rto_initial=0.2, rto_max=2.0)
+        engine = Engine(ME, port, Directory(macs=macs, places={}), config)
+        body(engine, port)
+
+    asyncio.run(main())
+
+
+def test_a_unicast_and_a_multicast_with_the_same_numbers_are_different_messages() -> None:
+    """(peer, comm, epoch, tag) and (root, comm, epoch, tree) once shared a tuple shape."""
+
+    def body(engine: Engine, port: RecordingPort) -> None:
+        unicast = engine.incoming(5, COMM, EPOCH, 0, 10)
+        multicast = engine.mcast_incoming(5, COMM, EPOCH, 0, 300)  # no SizeMismatch
+        assert unicast is not multicast
+        assert engine.incoming(5, COMM, EPOCH, 0, 10) is unicast
+        assert engine.mcast_incoming(5, COMM, EPOCH, 0, 300) is multicast
+
+    with_engine(body)
+
+
+def blocks(engine: Engine, partial: dict[int, int]) -> dict[int, Incoming]:
+    """A published 3-segment block per rank; ``partial[rank]`` segments of it already here."""
+    pending = {}
+    for rank, root in enumerate(ROOTS):
+        msg = engine.mcast_incoming(root, COMM, EPOCH, wire.Tree.INNET, 3 * SEGMENT)
+        for seg in range(partial.get(rank, 0)):
+            msg.place(seg, memoryview(bytes(SEGMENT)), SEGMENT)
+        pending[rank] = msg
+    return pending
+
+
+def asked(port: RecordingPort) -> list[int]:
+    """Roots NACKed since the last call."""
+    roots = [h.dst_node for h in port.sent if h.op == wire.Op.NACK]
+    port.sent.clear()
+    return roots
+
+
+def node_of(rank: int) -> int:
+    return rank + 2
+
+
+def test_silence_asks_partly_received_roots_first_then_the_window_of_the_rest() -> None:
+    def body(engine: Engine, port: RecordingPort) -> None:
+        pending = blocks(engine, {10: 1, 15: 2})
+        pacer = engine.repair_pacer(window=3)
+        pacer.silence(pending, node_of, now=1.0)
+        # ranks 10 and 15 have published (their data is arriving); of the rest only the
+        # lowest three can have: a rank publishes once a lower one's block is here
+        assert asked(port) == [node_of(r) for r in (10, 15, 0, 1, 2)]
+        # each NACK names exactly what its block lacks
+        nack_15 = port.bodies[1]
+        assert nack_15 == wire_ranges([(2, 1)])
+
+    with_engine(body)
+
+
+def wire_ranges(ranges: list[tuple[int, int]]) -> bytes:
+    return b"".join(f.to_bytes(4, "big") + c.to_bytes(4, "big") for f, c in ranges)
+
+
+def test_silence_asks_at_most_ask_at_once_roots() -> None:
+    def body(engine: Engine, port: RecordingPort) -> None:
+        pending = blocks(engine, {})
+        engine.repair_pacer(window=20).silence(pending, node_of, now=1.0)
+        assert asked(port) == [node_of(r) for r in range(8)]
+
+    with_engine(body)
+
+
+def test_a_root_is_asked_again_after_its_backoff_or_once_its_block_progressed() -> None:
+    def body(engine: Engine, port: RecordingPort) -> None:
+        pending = blocks(engine, {0: 1, 1: 1})
+        pacer = engine.repair_pacer(window=0)
+        quiet = engine.repair_quiet
+        pacer.silence(pending, node_of, now=1.0)
+        assert asked(port) == [node_of(0), node_of(1)]
+        pacer.silence(pending, node_of, now=1.0 + quiet / 2)
+        assert asked(port) == [], "asked again before the backoff ran out"
+        pending[1].place(1, memoryview(bytes(SEGMENT)), SEGMENT)  # a repair for rank 1 came
+        pacer.silence(pending, node_of, now=1.0 + quiet / 2)
+        assert asked(port) == [node_of(1)]
+        pacer.silence(pending, node_of, now=1.0 + quiet)
+        assert asked(port) == [node_of(0)]  # rank 1's backoff restarted at its progress
+        # rank 0 made no progress twice: its backoff doubled
+        pacer.silence(pending, node_of, now=1.0 + quiet + 1.5 * quiet)
+        assert asked(port) == [node_of(1)]
+        pacer.silence(pending, node_of, now=1.0 + quiet + 2 * quiet)
+        assert asked(port) == [node_of(0)]
+
+    with_engine(body)
+
+
+def test_the_wait_for_arrivals_doubles_with_each_silence_and_resets_on_arrival() -> None:
+    def body(engine: Engine, port: RecordingPort) -> None:
+        pending = blocks(engine, {})
+        pacer = engine.repair_pacer(window=1)
+        start = pacer.quiet
+        assert start == engine.repair_quiet
+        waits = []
+        for i in range(6):
+            pacer.silence(pending, node_of, now=float(i))
+            waits.append(pacer.quiet)
+        assert waits == [min(start * 2 ** (i + 1), engine.cfg.rto_max) for i in range(6)]
+        pacer.arrived(now=10.0)
+        assert (pacer.quiet, pacer.silent_since) == (engine.repair_quiet, 10.0)
+
+    with_engine(body)
+
+
+def test_a_complete_block_is_not_asked_for() -> None:
+    def body(engine: Engine, port: RecordingPort) -> None:
+        pending = blocks(engine, {0: 3})
+        engine.request_missing(pending[0], node_of(0))
+        assert asked(port) == []
+
+    with_engine(body)

@@ -8,7 +8,13 @@ start many times: [Tofu2]) and the two ways of replicating membership written by
 packets (port-subset groups against one all-ports group filtered in egress). Everything runs
 in one invocation so comparisons are ratios from the same machine state.
 
+With ``--loss`` the network comes up through the seeded link emulator (mininet_topos/linkemu.py)
+and every cell runs once per loss setting, back to back, first without loss through the same
+emulator: time under loss is compared side by side with time without it, and every table,
+result file and the side-by-side summary name the setting.
+
     python -m mininet_topos.bench --topo df:2,4,2 --out results [--quick]
+    python -m mininet_topos.bench --loss 0.01,0.01,0.02 --loss 0.05 --collectives bcast
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from host_agents.collectives import COLLECTIVES
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.bmv2 import describe, timing_warning
+from mininet_topos.linkfaults import Impairment
 from mininet_topos.network import NetcollNetwork, NetworkOptions
 
 DATA_COLUMNS = (wire.Op.MCAST, wire.Op.UNICAST, wire.Op.ACK, wire.Op.NACK, wire.Op.CTRL)
@@ -48,6 +55,7 @@ QUICK_SIZES = {
     "allreduce": (4, 1024),
     "reduce": (1024,),
 }
+DIRECT = "direct links (no emulator)"  # how rows without --loss are labelled
 BASELINES = {
     "bcast": "binomial",
     "barrier": "dissemination",
@@ -166,43 +174,177 @@ def run_cell(
 
 
 def compare_algorithms(
-    net: NetcollNetwork, sizes: dict[str, tuple[int, ...]], iterations: int, seed: int
-) -> list[Row]:
+    net: NetcollNetwork,
+    sizes: dict[str, tuple[int, ...]],
+    iterations: int,
+    seed: int,
+    losses: list[Impairment] | None = None,
+    collectives: set[str] | None = None,
+    algorithm_names: set[str] | None = None,
+) -> dict[str, list[Row]]:
+    """Rows per setting (its description; ``DIRECT`` without ``losses``). With ``losses``
+    each cell runs once per setting, one right after the other, so the settings meet the same
+    machine state."""
     members = tuple(h.node_id for h in net.topo.hosts)
     comm_id, install = net.create_comm(members)
     print(f"*** communicator of {len(members)} hosts installed in {install * 1e3:.0f} ms")
     meter = LinkMeter(net)
-    rows: list[Row] = []
+    settings: list[Impairment | None] = list(losses) if losses else [None]
+    rows: dict[str, list[Row]] = {label_of(s): [] for s in settings}
     for collective, table in ((c.name, c.algorithms) for c in COLLECTIVES.values()):
+        if collectives and collective not in collectives:
+            continue
         for name in table:
+            if algorithm_names and name not in algorithm_names:
+                continue
             for size in sizes[collective]:
-                # barriers back to back: a synchronising barrier before each would be counted too
-                test = CollectiveTest(
-                    collective,
-                    name,
-                    (size,),
-                    iterations=iterations,
-                    warmup=1,
-                    root=1,
-                    sync=collective != "barrier",
-                )
-                started = time.perf_counter()
-                row = run_cell(net, meter, comm_id, members, test, seed)
-                if row is not None:
-                    rows.append(row)
+                for setting in settings:
+                    if setting is not None:
+                        net.set_faults(setting)
+                    # barriers back to back: a synchronising barrier before each would count too
+                    test = CollectiveTest(
+                        collective,
+                        name,
+                        (size,),
+                        iterations=iterations,
+                        warmup=1,
+                        root=1,
+                        sync=collective != "barrier",
+                    )
+                    started = time.perf_counter()
+                    before = net.fault_stats() if setting is not None else None
+                    row = run_cell(net, meter, comm_id, members, test, seed)
+                    if before is not None:
+                        print(f"    {emulator_load(before, net.fault_stats())}")
+                    if row is None:
+                        continue
+                    rows[label_of(setting)].append(row)
                     ratio = (
                         f"{row.link_bytes / row.minimum_bytes:.2f}x minimum"
                         if row.minimum_bytes and row.link_bytes is not None
                         else ""
                     )
+                    under = f" [{label_of(setting)}]" if setting is not None else ""
                     print(
                         f"  {collective:9s} {name:18s} {size:>7} B: {row.avg_us:10.0f} us, "
                         f"{row.link_bytes:>9} link bytes {ratio} "
-                        f"({time.perf_counter() - started:.0f} s)",
+                        f"({time.perf_counter() - started:.0f} s){under}",
                         flush=True,
                     )
+    if losses:
+        net.set_faults(losses[0])
     net.free_comm(comm_id)
     return rows
+
+
+def emulator_load(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What the link emulator carried between two of its stats: is it setting the pace?"""
+    wall = after["uptime_seconds"] - before["uptime_seconds"]
+    frames = after["totals"]["forwarded"] - before["totals"]["forwarded"]
+    cpu = after["cpu_seconds"] - before["cpu_seconds"]
+    drops = after["totals"]["queue_drops"] - before["totals"]["queue_drops"]
+    return (
+        f"link emulator: {frames / wall:.0f} frames/s, {cpu / wall:.0%} of a core, "
+        f"{cpu / frames * 1e6 if frames else 0:.1f} us CPU per frame, {drops} queue drops"
+    )
+
+
+def label_of(setting: Impairment | None) -> str:
+    return DIRECT if setting is None else setting.describe()
+
+
+def parse_loss(text: str) -> Impairment:
+    """``LOSS[,DUPLICATE[,REORDER]]``, each a fraction (0.01) or a percentage (1%)."""
+    values = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            value = float(item[:-1]) / 100 if item.endswith("%") else float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected LOSS[,DUPLICATE[,REORDER]] as fractions or percentages"
+            ) from None
+        values.append(value)
+    if len(values) > 3:
+        raise argparse.ArgumentTypeError(f"{text!r}: at most loss, duplicate and reorder")
+    try:
+        return Impairment(*values)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+
+def loss_settings(given: list[Impairment] | None) -> list[Impairment] | None:
+    """The settings a bench compares: none without --loss (direct links); otherwise no loss
+    through the emulator first, as the reference, then each setting given, once."""
+    if not given:
+        return None
+    settings = [Impairment()]
+    for setting in given:
+        if setting not in settings:
+            settings.append(setting)
+    return settings
+
+
+def network_options(args: argparse.Namespace, losses: list[Impairment] | None) -> NetworkOptions:
+    return NetworkOptions(
+        spec=args.topo,
+        build_dir=args.build_dir,
+        log_dir=Path("logs/bench"),
+        emulate_links=losses is not None,
+        faults=losses[0] if losses else None,
+        fault_seed=args.seed,
+    )
+
+
+def side_by_side(rows: dict[str, list[Row]]) -> str:
+    """A markdown table: each cell's time under every setting, its slowdown against the
+    first (no loss), and, per setting, the in-network algorithm's speedup over the baseline."""
+    labels = list(rows)
+    by_cell: dict[tuple[str, str, int], dict[str, Row]] = {}
+    for label, chosen in rows.items():
+        for row in chosen:
+            by_cell.setdefault((row.collective, row.algorithm, row.size), {})[label] = row
+    head = " | ".join(f"{label}" for label in labels)
+    lines = [
+        f"| collective | algorithm | bytes | {head} |",
+        "|---|---|---:|" + "---:|" * len(labels),
+    ]
+    reference = labels[0]
+    for (collective, algorithm, size), cells in by_cell.items():
+        times = []
+        for label in labels:
+            measured = cells.get(label)
+            if measured is None:
+                times.append("failed")
+                continue
+            text = _time(measured.avg_us)
+            if label != reference and reference in cells and cells[reference].avg_us:
+                text += f" ({measured.avg_us / cells[reference].avg_us:.1f}x)"
+            times.append(text)
+        lines.append(f"| {collective} | {algorithm} | {size} | {' | '.join(times)} |")
+    speedups = []
+    for (collective, algorithm, size), cells in by_cell.items():
+        base = by_cell.get((collective, BASELINES[collective], size), {})
+        if algorithm != "innet" or not base:
+            continue
+        ratios = [
+            f"{base[label].avg_us / cells[label].avg_us:.1f}x"
+            if label in cells and label in base and cells[label].avg_us
+            else "-"
+            for label in labels
+        ]
+        speedups.append(
+            f"| {collective} | innet over {BASELINES[collective]} | {size} | "
+            + " | ".join(ratios)
+            + " |"
+        )
+    if speedups:
+        lines += ["", f"| collective | speedup | bytes | {head} |", lines[1], *speedups]
+    return "\n".join(lines)
+
+
+def _time(us: float) -> str:
+    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.1f} ms"
 
 
 def persistent_vs_plain(
@@ -276,7 +418,7 @@ def _filtered(net: NetcollNetwork, index: int) -> int:
     return counter.get(int(wire.DropReason.FILTERED), (0, 0))[0]
 
 
-def plot(rows: list[Row], out: Path) -> list[Path]:
+def plot(rows: list[Row], out: Path, suffix: str = "") -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -314,14 +456,87 @@ def plot(rows: list[Row], out: Path) -> list[Path]:
         ax_time.legend(fontsize=8)
         ax_speed.axhline(1.0, color="grey", linewidth=0.5)
         fig.tight_layout()
-        path = out / f"bench-{collective}.png"
+        path = out / f"bench-{collective}{suffix}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
     return written
 
 
+def slug(label: str) -> str:
+    """A file-name part for a setting: 'loss 1%, duplicate 1%' -> 'loss1-duplicate1'."""
+    return "-".join(part.replace(" ", "").replace("%", "") for part in label.split(", "))
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    losses = loss_settings(args.loss)
+    options = network_options(args, losses)
+    switches = describe(options.bmv2)
+    print(f"*** BMv2: {switches['binary']} ({switches['flavour']} build)")
+    if (warning := timing_warning(options.bmv2)) is not None:
+        print(f"*** {warning}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    net = NetcollNetwork(options)
+    with net:
+        print(f"*** {net.report}")
+        if losses:
+            print("*** loss settings, each cell in turn: " + "; ".join(map(label_of, losses)))
+        rows = compare_algorithms(
+            net,
+            sizes,
+            args.iterations,
+            args.seed,
+            losses,
+            set(args.collectives.split(",")) if args.collectives else None,
+            set(args.algorithms.split(",")) if args.algorithms else None,
+        )
+        persistent: dict[str, Any] = {}
+        if not args.no_extras:
+            print(f"*** persistent broadcast (install once, start {args.iterations} times)")
+            persistent = persistent_vs_plain(net, 16384, args.iterations * 4, args.seed)
+    replication: dict[str, Any] = {}
+    if not args.no_extras:
+        print("*** replication of mini-packet membership")
+        replication = replication_modes(options, 16384, args.iterations, args.seed)
+    meta = {
+        "topology": args.topo,
+        "bmv2": switches,
+        "iterations": args.iterations,
+        "seed": args.seed,
+        "links": "link emulator" if losses else "direct",
+        "persistent": persistent,
+        "replication": replication,
+    }
+    written: list[Path] = []
+    for label, chosen in rows.items():
+        print()
+        print(f"# links: {label}")
+        print(format_table(chosen))
+        setting = next((s for s in losses or [] if label_of(s) == label), None)
+        suffix = f"-{slug(label)}" if setting is not None else ""
+        extra = {"loss": asdict(setting) if setting else None, "loss_label": label}
+        written += save(chosen, args.out, f"bench-{stamp}{suffix}", {**meta, **extra})
+        written += plot(chosen, args.out, suffix)
+    if losses:
+        table = side_by_side(rows)
+        print(table)
+        summary = args.out / f"bench-{stamp}-loss.md"
+        summary.write_text(
+            f"Times on {args.topo}, {args.iterations} timed iterations, seed {args.seed}, "
+            "every link through the link emulator; in brackets: the slowdown against no "
+            f"loss.\n\nCommand: `python -m mininet_topos.bench {' '.join(argv or sys.argv[1:])}`"
+            f"\n\n{table}\n"
+        )
+        written.append(summary)
+    print("*** wrote " + ", ".join(str(p) for p in written))
+    (args.out / f"bench-{stamp}-summary.json").write_text(json.dumps(meta, indent=1))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -333,38 +548,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    sizes = QUICK_SIZES if args.quick else FULL_SIZES
-    options = NetworkOptions(spec=args.topo, build_dir=args.build_dir, log_dir=Path("logs/bench"))
-    switches = describe(options.bmv2)
-    print(f"*** BMv2: {switches['binary']} ({switches['flavour']} build)")
-    if (warning := timing_warning(options.bmv2)) is not None:
-        print(f"*** {warning}")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    net = NetcollNetwork(options)
-    with net:
-        print(f"*** {net.report}")
-        rows = compare_algorithms(net, sizes, args.iterations, args.seed)
-        print(f"*** persistent broadcast (install once, start {args.iterations} times)")
-        persistent = persistent_vs_plain(net, 16384, args.iterations * 4, args.seed)
-    print("*** replication of mini-packet membership")
-    replication = replication_modes(options, 16384, args.iterations, args.seed)
-    print()
-    print(format_table(rows))
-    meta = {
-        "topology": args.topo,
-        "bmv2": switches,
-        "iterations": args.iterations,
-        "seed": args.seed,
-        "persistent": persistent,
-        "replication": replication,
-    }
-    json_path, csv_path = save(rows, args.out, f"bench-{stamp}", meta)
-    pictures = plot(rows, args.out)
-    print(f"*** wrote {json_path}, {csv_path}, " + ", ".join(str(p) for p in pictures))
-    (args.out / f"bench-{stamp}-summary.json").write_text(json.dumps(meta, indent=1))
-    return 0
+    parser.add_argument(
+        "--loss",
+        type=parse_loss,
+        action="append",
+        metavar="LOSS[,DUP[,REORDER]]",
+        help="run every cell under this loss too (fractions or percentages, e.g. 0.01,0.01,0.02"
+        " or 1%%); repeatable. Brings the network up through the link emulator and runs each "
+        "cell without loss through it first",
+    )
+    parser.add_argument("--collectives", help="only these, comma-separated (bcast,barrier,...)")
+    parser.add_argument("--algorithms", help="only these algorithms, comma-separated")
+    parser.add_argument(
+        "--no-extras",
+        action="store_true",
+        help="skip the persistent broadcast and the replication modes (two more bring-ups)",
+    )
+    return parser
 
 
 if __name__ == "__main__":

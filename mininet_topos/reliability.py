@@ -1,27 +1,38 @@
-"""``make reliability``: the fault matrix on a dragonfly, and its report.
+"""``make reliability``: the fault matrix on a dragonfly, accumulated over runs, and its report.
 
-For every fault setting (loss, duplication and reordering on every link at several rates, and
-heavy loss on one global link) and every collective (its in-network algorithm and one host
-algorithm), run N consecutive operations on every host, check every byte at every rank, and
-write a table of operations, retransmissions, NACKs, wrong results, failures and time to
-``docs/reliability.md``. Faults come from the seeded link emulator (mininet_topos/linkemu.py).
+For every fault setting (loss, duplication and reordering on every link at several rates,
+bursty loss, heavy loss on one global link, a global link that goes down and comes back) and
+every collective (its in-network algorithm and one host algorithm), run consecutive operations
+on every host and check every byte at every rank. Each run adds parts to the cells still short
+of ``--ops`` (``--resume`` continues the results file, cell by cell), saves the results file
+(``docs/reliability.json``) after every part and writes the report (``docs/reliability.md``)
+from it. Faults come from the seeded link emulator (mininet_topos/linkemu.py).
 
-    python -m mininet_topos.reliability --topo df:2,4,2 --ops 1000 --budget 7200
+    python -m mininet_topos.reliability --topo df:2,4,2 --ops 1000 --budget 7200 --resume
+    python -m mininet_topos.reliability --report-only      # the report from the results file
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import platform
+import shutil
+import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from host_agents.workload import CollectiveTest, Workload
-from mininet_topos.linkemu import Impairment
-from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
+from mininet_topos.linkfaults import Impairment
+from mininet_topos.reliability_report import render
+from mininet_topos.reliability_results import CellKey, IncompatibleResults, Part, Results, Run
+
+if TYPE_CHECKING:
+    from mininet_topos.network import NetcollNetwork
 
 
 @dataclass(frozen=True)
@@ -29,6 +40,11 @@ class FaultSetting:
     label: str
     impairment: Impairment
     one_global_link: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        """What the results file records, so a resumed run can check it is the same."""
+        scope = "one global link" if self.one_global_link else "every link"
+        return {"scope": scope, "impairment": asdict(self.impairment)}
 
 
 SETTINGS = (
@@ -40,10 +56,23 @@ SETTINGS = (
         Impairment(loss=0.10, duplicate=0.01, reorder=0.02),
         one_global_link=True,
     ),
+    # about 1% of frames lost on average, but in bursts of 5 on average: whole windows go;
+    # the chain steps every 1 ms of an idle link too, so a burst does not last for seconds
+    FaultSetting(
+        "bursty 1% loss, every link",
+        Impairment(
+            burst_enter=0.002, burst_exit=0.2, burst_tick=0.001, duplicate=0.01, reorder=0.02
+        ),
+    ),
+    # every frame across the link lost for 1 s in every 5 s, from 1 s after the part starts
+    FaultSetting(
+        "link flap, one global link",
+        Impairment(down_after=1.0, down_for=1.0, down_every=5.0),
+        one_global_link=True,
+    ),
 )
 
 FULL_OPS = 1000  # operations per cell of the full matrix
-NOT_RUN = "not run"  # how a cell the budget left out is noted
 
 # (collective, algorithm, bytes): the in-network algorithm where one exists, and a host one
 CELLS = (
@@ -57,23 +86,12 @@ CELLS = (
 )
 
 
-@dataclass
-class Outcome:
-    setting: str
-    collective: str
-    algorithm: str
-    operations: int
-    retransmissions: int
-    nacks: int
-    wrong: int
-    failures: int
-    seconds: float
-    lost_frames: int
-    note: str = ""
+def matrix_keys() -> list[CellKey]:
+    return [(s.label, c, a, size) for s in SETTINGS for c, a, size in CELLS]
 
-    @property
-    def ran(self) -> bool:
-        return not self.note.startswith(NOT_RUN)
+
+def settings_record() -> dict[str, dict[str, Any]]:
+    return {s.label: s.describe() for s in SETTINGS}
 
 
 def members_of(net: NetcollNetwork, which: str) -> tuple[int, ...]:
@@ -86,154 +104,140 @@ def members_of(net: NetcollNetwork, which: str) -> tuple[int, ...]:
     raise ValueError(f"--members {which!r}: expected all or per-router")
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _commit() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (head or "unknown") + ("+changes" if dirty else "")
+
+
+def run_part(
+    net: NetcollNetwork,
+    comm_id: int,
+    members: tuple[int, ...],
+    key: CellKey,
+    operations: int,
+    seed: int,
+    run: int,
+    timeout: float,
+) -> Part:
+    """One batch of ``operations`` consecutive operations of a cell, its fault setting
+    applied afresh (a flap's schedule starts with the part)."""
+    label, collective, algorithm, size = key
+    setting = next(s for s in SETTINGS if s.label == label)
+    global_link = next(spec.name for spec in net.emulated if spec.kind == "global")
+    net.set_faults(Impairment())
+    net.set_faults(setting.impairment, [global_link] if setting.one_global_link else None)
+    before = net.fault_stats()
+    test = CollectiveTest(
+        collective, algorithm, (size,), iterations=operations, warmup=0, root=1, sync=False
+    )
+    started, started_at = time.monotonic(), _now()
+    result = net.launcher().launch(Workload(comm_id, members, [test], seed=seed), timeout=timeout)
+    seconds = time.monotonic() - started
+    after = net.fault_stats()
+    net.set_faults(Impairment())  # nothing stays down between parts
+    row = result.rows[0] if result.rows else None
+    return Part(
+        run=run,
+        started=started_at,
+        seed=seed,
+        operations=row.iterations if row else 0,
+        retransmissions=result.stats_total("retransmissions")
+        + result.stats_total("mcast_retransmissions")
+        + result.stats_total("arrive_retransmissions"),
+        nacks=result.stats_total("nacks_sent"),
+        wrong=result.wrong,
+        failures=len(result.errors),
+        seconds=seconds,
+        lost_frames=after["totals"]["lost"] - before["totals"]["lost"],
+        emulator_frames=after["totals"]["forwarded"] - before["totals"]["forwarded"],
+        emulator_cpu_s=after.get("cpu_seconds", 0.0) - before.get("cpu_seconds", 0.0),
+        queue_drops=after["totals"].get("queue_drops", 0) - before["totals"].get("queue_drops", 0),
+        note=result.errors[0][:120] if result.errors else "",
+    )
+
+
+@dataclass
+class Budget:
+    seconds: float
+    started: float
+
+    def remaining(self) -> float:
+        return self.seconds - (time.monotonic() - self.started)
+
+
 def run_matrix(
-    net: NetcollNetwork, ops: int, budget: float, seed: int, which: str
-) -> list[Outcome]:
-    outcomes: list[Outcome] = []
+    net: NetcollNetwork,
+    results: Results,
+    save: Any,
+    *,
+    target: int,
+    chunk: int,
+    budget: Budget,
+    seed: int,
+    run: int,
+    which: str,
+) -> None:
+    """Parts for every cell short of ``target``, in matrix order, pass after pass (when
+    ``chunk`` splits them) until the matrix is full or the budget is spent; a part whose
+    earlier parts say it would not fit in what is left is not started (a cell without
+    earlier parts may overrun the budget by one part)."""
     members = members_of(net, which)
     comm_id, _ = net.create_comm(members)
-    global_link = next(spec.name for spec in net.emulated if spec.kind == "global")
-    started = time.monotonic()
-    total = len(SETTINGS) * len(CELLS)
-    for s_index, setting in enumerate(SETTINGS):
-        net.set_faults(Impairment())
-        net.set_faults(setting.impairment, [global_link] if setting.one_global_link else None)
-        for c_index, (collective, algorithm, size) in enumerate(CELLS):
-            done = s_index * len(CELLS) + c_index
-            elapsed = time.monotonic() - started
-            if done and elapsed / done * (done + 1) > budget:
+    keys = matrix_keys()
+    while plan := results.plan(keys, target, chunk):
+        ran = 0
+        for index, (key, operations) in enumerate(plan):
+            label, collective, algorithm, _ = key
+            name = f"{label} {collective} {algorithm}"
+            if budget.remaining() <= 0:
+                print(f"*** the budget is spent: {len(plan) - index} parts of this pass not run")
+                return
+            estimate = results.estimate_seconds(key, operations)
+            if estimate is not None and estimate > budget.remaining():
                 print(
-                    f"[{done}/{total}] budget of {budget:.0f} s reached: "
-                    f"{setting.label} {collective} {algorithm} not run"
-                )
-                outcomes.append(
-                    Outcome(
-                        setting.label,
-                        collective,
-                        algorithm,
-                        0,
-                        0,
-                        0,
-                        0,
-                        0,
-                        0.0,
-                        0,
-                        f"{NOT_RUN}: budget",
-                    )
+                    f"[{index + 1}/{len(plan)}] {name}: not started, its earlier parts say it "
+                    f"would take {estimate:.0f} s"
                 )
                 continue
-            before = net.fault_stats()["totals"]["lost"]
-            test = CollectiveTest(
-                collective, algorithm, (size,), iterations=ops, warmup=0, root=1, sync=False
+            cell = results.cell(key)
+            part = run_part(
+                net,
+                comm_id,
+                members,
+                key,
+                operations,
+                seed + len(cell.parts),  # every part of a cell gets its own data and roots
+                run,
+                timeout=max(60.0, budget.remaining()),
             )
-            cell_started = time.monotonic()
-            result = net.launcher().launch(
-                Workload(comm_id, members, [test], seed=seed), timeout=budget
-            )
-            seconds = time.monotonic() - cell_started
-            row = result.rows[0] if result.rows else None
-            outcome = Outcome(
-                setting.label,
-                collective,
-                algorithm,
-                operations=row.iterations if row else 0,
-                retransmissions=result.stats_total("retransmissions")
-                + result.stats_total("mcast_retransmissions")
-                + result.stats_total("arrive_retransmissions"),
-                nacks=result.stats_total("nacks_sent"),
-                wrong=result.wrong,
-                failures=len(result.errors),
-                seconds=seconds,
-                lost_frames=net.fault_stats()["totals"]["lost"] - before,
-                note=result.errors[0][:120] if result.errors else "",
-            )
-            outcomes.append(outcome)
+            cell.parts.append(part)
+            save()
+            ran += 1
             print(
-                f"[{done + 1}/{total}] {setting.label:27s} {collective:9s} {algorithm:18s} "
-                f"{outcome.operations} ops, {outcome.retransmissions} retransmissions, "
-                f"{outcome.nacks} NACKs, wrong {outcome.wrong}, failures {outcome.failures}, "
-                f"{seconds:.0f} s (elapsed {time.monotonic() - started:.0f} of {budget:.0f} s)",
+                f"[{index + 1}/{len(plan)}] {name:48s} {part.operations} ops "
+                f"(cell {cell.operations}/{target}), {part.retransmissions} retransmissions, "
+                f"{part.nacks} NACKs, wrong {part.wrong}, failures {part.failures}, "
+                f"{part.seconds:.0f} s, emulator {part.emulator_frames / part.seconds:.0f} "
+                f"frames/s ({budget.remaining():.0f} s of budget left)",
                 flush=True,
             )
-    return outcomes
-
-
-def write_report(
-    path: Path,
-    outcomes: list[Outcome],
-    *,
-    topo: str,
-    ops: int,
-    seed: int,
-    seconds: float,
-    budget: float,
-    members: str = "all",
-    command: str = "make reliability",
-) -> None:
-    who = "every host" if members == "all" else "one host of every router"
-    lines = [
-        "# Reliability report",
-        "",
-        "Written by `make reliability` (mininet_topos/reliability.py) on "
-        f"{time.strftime('%Y-%m-%d')}: "
-        f"{topo}, {who} in one communicator, {ops} consecutive operations per cell "
-        f"(no barrier between them), seed {seed}, on {platform.machine()} "
-        f"with {_cores()} cores. "
-        f"Total {seconds / 60:.1f} min of a {budget / 60:.0f} min budget.",
-        "",
-        f"Command: `{command}`"
-        + (
-            ""
-            if ops >= FULL_OPS
-            else f" (a reduced run: the full matrix is {FULL_OPS} operations per cell)."
-        ),
-        "",
-        "Faults come from the seeded link emulator: every host and switch link runs through it,",
-        "and each frame is lost, duplicated or held back (reordered, up to 5 ms) with the",
-        "probabilities shown, decided by a random generator seeded per link and direction.",
-        "Wrong results count operations where any rank's bytes differed from what it should",
-        "have received; failures count ranks that reported an error (every wait is bounded, so",
-        "a hang is a failure).",
-        "Retransmissions add unicast retransmissions, multicast repairs and ARRIVE resends.",
-        "",
-        "| faults | collective | algorithm | operations | retransmissions | NACKs "
-        "| wrong results | failures | time (s) | frames lost by the links |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for o in outcomes:
-        if not o.ran:
-            lines.append(f"| {o.setting} | {o.collective} | {o.algorithm} | {o.note} |||||||")
-            continue
-        lines.append(
-            f"| {o.setting} | {o.collective} | {o.algorithm} | {o.operations} "
-            f"| {o.retransmissions} | {o.nacks} | {o.wrong} | {o.failures} | {o.seconds:.0f} "
-            f"| {o.lost_frames} |"
-        )
-    ran = [o for o in outcomes if o.ran]
-    lines += [
-        "",
-        f"{len(ran)} of {len(outcomes)} cells ran: {sum(o.operations for o in ran)} operations, "
-        f"{sum(o.wrong for o in ran)} wrong results, {sum(o.failures for o in ran)} failures.",
-    ]
-    notes = [o for o in ran if o.note]
-    if notes:
-        lines += ["", "Notes:", ""]
-        lines += [f"* {o.setting}, {o.collective} {o.algorithm}: {o.note}" for o in notes]
-    lines += [
-        "",
-        "Bad input is covered by the `reliability` test tier (`make test-reliability`): 10,000",
-        "fuzzed and spoofed frames at a switch leave every register, table entry and multicast",
-        "group unchanged with every frame counted, and 10,000 fuzzed frames at a busy agent are",
-        "all rejected and counted while its collectives complete correctly.",
-        "",
-    ]
-    path.write_text("\n".join(lines))
-
-
-def _cores() -> int:
-    import os
-
-    return os.cpu_count() or 0
+        if not ran:
+            break
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,54 +245,131 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--topo", default="df:2,4,2")
-    parser.add_argument("--ops", type=int, default=FULL_OPS, help="consecutive operations per cell")
+    parser.add_argument("--ops", type=int, default=FULL_OPS, help="operations a full cell holds")
     parser.add_argument(
-        "--budget", type=float, default=7200.0, help="seconds the whole matrix may take"
+        "--chunk",
+        type=int,
+        default=0,
+        help="at most this many operations per part (0: all a cell lacks), so a short budget "
+        "spreads over the cells",
     )
+    parser.add_argument("--budget", type=float, default=7200.0, help="seconds this run may take")
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--members", default="all", help="all, or per-router (one host per router)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the results file: add parts to the cells short of --ops",
+    )
+    parser.add_argument("--results", type=Path, default=Path("docs/reliability.json"))
     parser.add_argument("--report", type=Path, default=Path("docs/reliability.md"))
+    parser.add_argument(
+        "--report-only", action="store_true", help="write the report from the results file"
+    )
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--log-dir", type=Path, default=Path("logs/reliability"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    options = NetworkOptions(
-        spec=args.topo,
-        build_dir=args.build_dir,
-        log_dir=args.log_dir,
-        emulate_links=True,
-        fault_seed=args.seed,
-    )
-    net = NetcollNetwork(options)
-    started = time.monotonic()
     try:
-        print(
-            f"*** reliability matrix on {args.topo}: "
-            f"{len(SETTINGS)} fault settings x {len(CELLS)} cells, "
-            f"{args.ops} operations each, budget {args.budget / 60:.0f} min"
+        results = open_results(args)
+    except (IncompatibleResults, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+    def save() -> None:
+        results.save(args.results)
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(render(results, matrix_keys(), args.ops))
+
+    if args.report_only:
+        save()
+        print(f"*** wrote {args.report} from {args.results}")
+        return 0
+    return run(args, results, save, argv)
+
+
+def open_results(args: argparse.Namespace) -> Results:
+    """The results file to add to: the existing one with --resume (or --report-only), checked
+    to be the same matrix; otherwise a new one (an existing file is kept as .previous)."""
+    if (args.resume or args.report_only) and args.results.exists():
+        results = Results.load(args.results)
+        results.check_compatible(args.topo, args.members, settings_record())
+        return results
+    if args.report_only:
+        raise ValueError(f"{args.results} does not exist: nothing to report")
+    if args.results.exists():
+        backup = args.results.with_suffix(".previous.json")
+        shutil.copyfile(args.results, backup)
+        print(f"*** starting a new results file; the old one is kept as {backup}")
+    return Results(args.topo, args.members, settings_record())
+
+
+def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] | None) -> int:
+    # Mininet only when a run needs it: --report-only works on any machine
+    from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
+
+    index = len(results.runs)
+    fault_seed = args.seed + index  # a new run meets new fault sequences
+    results.runs.append(
+        Run(
+            started=_now(),
+            command=" ".join(["python -m mininet_topos.reliability", *(argv or sys.argv[1:])]),
+            commit=_commit(),
+            fault_seed=fault_seed,
+            machine=f"{platform.machine()}, {os.cpu_count() or 0} cores",
+            budget_s=args.budget,
         )
+    )
+    plan = results.plan(matrix_keys(), args.ops, args.chunk)
+    print(
+        f"*** reliability matrix on {args.topo}, run {index + 1}: "
+        f"{len(SETTINGS)} fault settings x {len(CELLS)} cells, {len(plan)} cells short of "
+        f"{args.ops} operations, budget {args.budget / 60:.0f} min"
+    )
+    if not plan:
+        print("*** every cell is full: nothing to run")
+        results.runs.pop()
+        save()
+        return 0
+    net = NetcollNetwork(
+        NetworkOptions(
+            spec=args.topo,
+            build_dir=args.build_dir,
+            log_dir=args.log_dir,
+            emulate_links=True,
+            fault_seed=fault_seed,
+        )
+    )
+    budget = Budget(args.budget, time.monotonic())
+    save()
+    try:
         with net:
             print(f"*** {net.report}")
-            outcomes = run_matrix(net, args.ops, args.budget, args.seed, args.members)
+            run_matrix(
+                net,
+                results,
+                save,
+                target=args.ops,
+                chunk=args.chunk,
+                budget=budget,
+                seed=args.seed,
+                run=index,
+                which=args.members,
+            )
     except BringUpError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    seconds = time.monotonic() - started
-    write_report(
-        args.report,
-        outcomes,
-        topo=args.topo,
-        ops=args.ops,
-        seed=args.seed,
-        seconds=seconds,
-        budget=args.budget,
-        members=args.members,
-        command=" ".join(["python -m mininet_topos.reliability", *(argv or sys.argv[1:])]),
-    )
-    bad = [o for o in outcomes if o.wrong or o.failures or not o.ran]
+    finally:
+        results.runs[index].finished = _now()
+        save()
+    cells = results.ordered_cells(matrix_keys())
+    bad = [c for c in cells if c.total("wrong") or c.total("failures")]
+    short = [c for c in cells if c.operations < args.ops]
     print(
-        f"*** wrote {args.report}: {len(outcomes)} cells in {seconds / 60:.1f} min, "
-        f"{len(bad)} with problems"
+        f"*** wrote {args.results} and {args.report}: run {index + 1} took "
+        f"{(args.budget - budget.remaining()) / 60:.1f} min; {len(bad)} cells with wrong "
+        f"results or failures, {len(short)} short of {args.ops} operations"
+        + (" (make reliability RELIABILITY_ARGS=--resume continues)" if short else "")
     )
     return 1 if bad else 0
 

@@ -3,7 +3,8 @@ one register, table entry or multicast group changes.
 
 Frames: Scapy ``fuzz`` of the collective header (with and without a mini packet body),
 random bytes under the collective EtherType, truncations at every length, spoofed mini
-packets from host ports, out-of-range communicators, epochs, slots and node ids.
+packets from host ports, out-of-range communicators, epochs, slots, chunks, reduction
+operations and node ids, RESULTs from host ports.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ def bad_frames(rng: random.Random, count: int) -> Iterator[tuple[int, bytes]]:
                 rng.randbytes(30),
             )
             frame = good[: rng.randrange(14, len(good))]
+        elif kind == 4 and i % 12 == 4:  # a RESULT from a host port, for the real slot
+            hdr = wire.Header(
+                op=wire.Op.RESULT, src_node=port, comm_id=COMM, epoch=1, tree=wire.AggOp.SUM
+            )
+            frame = wire.build_frame(hdr, wire.pack_lanes([i], wire.AGG_LANES))
         elif kind == 4:  # spoofed membership from a host port, aimed at real slots
             port = rng.choice(HOST_PORTS)
             frame = mp_frame(
@@ -77,16 +83,20 @@ def bad_frames(rng: random.Random, count: int) -> Iterator[tuple[int, bytes]]:
                 children=ports_bitmap((port,)),
             )
         else:  # out-of-range everything, from a host with its own source id
+            ops = (wire.Op.ARRIVE, wire.Op.RELEASE, wire.Op.MCAST, wire.Op.UNICAST)
             hdr = wire.Header(
-                op=rng.choice((wire.Op.ARRIVE, wire.Op.RELEASE, wire.Op.MCAST, wire.Op.UNICAST)),
+                op=rng.choice((*ops, wire.Op.REDUCE, wire.Op.RESULT)),
                 src_node=port,
                 dst_node=rng.choice((0, 0x3FFF, 0x7FFF, 0xFFFF)),
                 comm_id=rng.choice((0, 255, 256, 0xFFFF)),
                 epoch=rng.randrange(1 << 16),
+                seg_idx=rng.choice((0, 1, 1 << 16, 0xFFFFFFFF)),
                 root_node=rng.randrange(1 << 16),
                 tree=rng.randrange(256),
             )
-            frame = wire.build_frame(hdr, rng.randbytes(rng.randrange(0, 200)))
+            # reductions with the exact lane payload half the time, so they reach the checks
+            size = 4 * wire.AGG_LANES if rng.random() < 0.5 else rng.randrange(0, 200)
+            frame = wire.build_frame(hdr, rng.randbytes(size))
         yield port, frame
 
 

@@ -7,7 +7,10 @@ tree; the switches never add a duplicate twice and answer a late one with the re
 retransmission is always safe. At most half of the switch's ``agg_window`` slots per
 communicator are in flight: a host sends chunk c + window/2 only once it holds the result of
 chunk c, so a switch reuses a slot only when every host already has what the slot held
-(SwitchML's shadow copies). Instances are numbered by the communicator's barrier epochs, which
+(SwitchML's shadow copies). Chunk numbers continue from one instance to the next (modulo the
+window, the same at every rank, since every rank runs the same reductions in the same order):
+the first chunk of an instance never lands in the slot whose result a slower rank may still be
+asking for. Instances are numbered by the communicator's barrier epochs, which
 survive jobs and restarts (the switches advance their released barrier epoch with the last
 chunk of each instance).
 """
@@ -35,6 +38,7 @@ class SwitchReduce:
         self.cfg = endpoint.cfg
         self.loop = endpoint.loop
         self._waiting: dict[ChunkKey, asyncio.Future[bytes]] = {}
+        self._next_chunk: dict[int, int] = {}  # comm -> where the next instance's chunks start
 
     def chunks(self, nbytes: int) -> int:
         return max(1, -(-nbytes // (self.cfg.agg_lanes * LANE_BYTES)))
@@ -45,10 +49,13 @@ class SwitchReduce:
         """Every rank's ``data`` combined by the switches; every rank gets the result."""
         lanes = self.cfg.agg_lanes
         count = self.chunks(len(data))
-        if count > MAX_CHUNKS:
+        most = MAX_CHUNKS - self.cfg.agg_window  # chunk numbers start up to a window late
+        if count > most:
             raise EngineError(
-                f"an in-network reduction takes at most {MAX_CHUNKS * lanes * LANE_BYTES} bytes"
+                f"an in-network reduction takes at most {most * lanes * LANE_BYTES} bytes"
             )
+        base = self._next_chunk.get(comm, 0)
+        self._next_chunk[comm] = (base + count) % self.cfg.agg_window
         padded = np.full(count * lanes, IDENTITY[op], dtype=np.int64).astype(np.int32)
         padded[: len(data) // LANE_BYTES] = np.frombuffer(bytes(data), dtype=WIRE)
         payload = padded.astype(WIRE).tobytes()
@@ -63,7 +70,7 @@ class SwitchReduce:
                 part = payload[chunk * chunk_bytes : (chunk + 1) * chunk_bytes]
                 tasks.append(
                     self.loop.create_task(
-                        self._chunk(comm, epoch, chunk, count, op, part, deadline)
+                        self._chunk(comm, epoch, base + chunk, base + count, op, part, deadline)
                     )
                 )
             results = await asyncio.gather(*tasks)
@@ -132,6 +139,7 @@ class SwitchReduce:
         waiter.set_result(bytes(payload))
 
     def purge(self, comm: int) -> None:
+        self._next_chunk.pop(comm, None)
         for key in [k for k in self._waiting if k[0] == comm]:
             waiter = self._waiting.pop(key)
             if not waiter.done():

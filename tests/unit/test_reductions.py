@@ -13,7 +13,7 @@ import pytest
 from controller import wire
 from controller.topology import dragonfly
 from host_agents.collectives import Call, algorithm_names
-from host_agents.comm import CollectiveError, CommOptions
+from host_agents.comm import CollectiveError, Comm, CommOptions
 from host_agents.engine import EngineConfig
 from host_agents.reduction import (
     ReduceOp,
@@ -178,3 +178,43 @@ def test_innet_reductions_and_barriers_interleave_past_the_barrier_window() -> N
                 await asyncio.gather(*(c.barrier(algorithm="innet") for c in cluster.comms))
 
     run(body)
+
+
+def test_a_result_lost_between_two_innet_reductions_is_still_answered() -> None:
+    """Rank 1 loses the RESULT of a one-chunk reduction while rank 0 already starts the next:
+    the next one must not take the slot rank 1 is still asking about (chunk numbers go on
+    from one instance to the next)."""
+    members = tuple(HOSTS[:2])  # one switch, two ranks
+    victim = TOPO.host_by_node(members[1])
+    lost: list[int] = []
+
+    def drop_first_result(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.Header.unpack_from(frame, wire.ETH_HEADER_LEN)
+        if hdr.op == wire.Op.RESULT and link == (victim.switch, victim.port) and not lost:
+            lost.append(hdr.epoch)
+            return True
+        return False
+
+    options = CommOptions(progress_timeout=5, first_data_timeout=5, op_timeout=30)
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO, members, loop=loop, config=CONFIG, options=options,
+            faults=Faults(drop_if=drop_first_result),
+        )  # fmt: skip
+
+        def parts(i: int) -> list[bytes]:
+            return contributions(2, 4, i)
+
+        async def rank_runs(comm: Comm) -> list[bytes]:  # each rank at its own pace
+            return [
+                await comm.run("allreduce", Call(parts(i)[comm.rank], 0, 4), algorithm="innet")
+                for i in range(4)
+            ]
+
+        per_rank = await asyncio.gather(*(rank_runs(c) for c in cluster.comms))
+        for got in per_rank:
+            assert got == [reduce_all(parts(i), ReduceOp.SUM) for i in range(4)]
+        assert lost, "the test lost no RESULT"
+
+    run(body, timeout=60)

@@ -37,7 +37,15 @@ from mininet_topos.bmv2 import describe, timing_warning
 from mininet_topos.linkfaults import Impairment
 from mininet_topos.network import NetcollNetwork, NetworkOptions
 
-DATA_COLUMNS = (wire.Op.MCAST, wire.Op.UNICAST, wire.Op.ACK, wire.Op.NACK, wire.Op.CTRL)
+DATA_COLUMNS = (
+    wire.Op.MCAST,
+    wire.Op.UNICAST,
+    wire.Op.ACK,
+    wire.Op.NACK,
+    wire.Op.CTRL,
+    wire.Op.REDUCE,
+    wire.Op.RESULT,
+)
 BARRIER_COLUMNS = (wire.Op.ARRIVE, wire.Op.RELEASE)
 FULL_SIZES = {
     "bcast": (1, 1024, 16384, 262144),

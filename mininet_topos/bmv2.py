@@ -16,47 +16,25 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mininet_topos.environment import BMV2_ENV, bmv2_flavour, default_bmv2
 from mininet_topos.runstate import RunRegistry
 
 BINARY = "simple_switch_grpc"
-# Which simple_switch_grpc runs: a path or a name on PATH. A build for timing (configured
-# without logging macros, event logger and packet trace, at -O3) is several times faster than
-# the default one; install it under its own prefix and point NETCOLL_BMV2 (make BMV2=...) at it.
-BINARY_ENV = "NETCOLL_BMV2"
-
-
-def default_binary() -> str:
-    return os.environ.get(BINARY_ENV) or BINARY
 
 
 def describe(binary: str) -> dict[str, str]:
     """What results record about the switches that produced them."""
-    return {"binary": shutil.which(binary) or binary, "flavour": build_flavour(binary)}
+    return {"binary": shutil.which(binary) or binary, "flavour": bmv2_flavour(binary)}
 
 
 def timing_warning(binary: str) -> str | None:
     """A warning to print before timing on a BMv2 build that is not meant for it."""
-    if build_flavour(binary) != "logging":
+    if bmv2_flavour(binary) != "logging":
         return None
     return (
         f"warning: {binary} is BMv2's default (logging) build, several times slower than one "
-        f"built for timing; ratios hold, absolute times do not (set {BINARY_ENV} or make BMV2=)"
+        f"built for timing; ratios hold, absolute times do not (set {BMV2_ENV} or make BMV2=)"
     )
-
-
-def build_flavour(binary: str) -> str:
-    """``speed`` for a BMv2 built without its event logger (the timing build: no ``--nanolog``
-    option), ``logging`` for the default build, ``missing`` when it does not run."""
-    path = shutil.which(binary)
-    if path is None:
-        return "missing"
-    try:
-        out = subprocess.run(
-            [path, "--help"], capture_output=True, text=True, timeout=15, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "missing"
-    return "logging" if "--nanolog" in out.stdout + out.stderr else "speed"
 
 
 CPU_PORT = 255  # v1model packet-in/out port, outside the data ports
@@ -120,7 +98,7 @@ class Bmv2Options:
     thrift_base: int = 19100  # and the Thrift runtime on thrift_base + i
     log_level: str | None = None
     pcap_dir: Path | None = None
-    binary: str = field(default_factory=default_binary)
+    binary: str = field(default_factory=default_bmv2)
 
     def grpc_address(self, index: int) -> str:
         return f"127.0.0.1:{self.grpc_base + index}"

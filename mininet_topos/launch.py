@@ -17,7 +17,8 @@ from pathlib import Path
 from host_agents.collectives import COLLECTIVES
 from host_agents.report import format_table, save
 from host_agents.workload import CollectiveTest, Workload
-from mininet_topos.bmv2 import default_binary, describe
+from mininet_topos.bmv2 import describe
+from mininet_topos.environment import default_bmv2
 from mininet_topos.network import NetcollNetwork
 from mininet_topos.run import add_network_arguments, with_network
 
@@ -84,7 +85,7 @@ def launch(net: NetcollNetwork, args: argparse.Namespace, seed: int) -> int:
     )
     result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed, split=args.split))
     print(format_table(result.rows))
-    meta = {"seed": seed, "topology": args.topo, "bmv2": describe(default_binary())}
+    meta = {"seed": seed, "topology": args.topo, "bmv2": describe(default_bmv2())}
     json_path, _ = save(result.rows, args.out, f"launch-{args.collective}-{seed}", meta)
     print(f"*** results in {json_path}")
     for error in result.errors[:10]:

@@ -42,7 +42,8 @@ from controller.runtime import ControlPlane
 from controller.service import CommService
 from host_agents.launcher import Launcher
 from host_agents.port import RawSocketPort
-from mininet_topos.bmv2 import Bmv2Options, default_binary
+from mininet_topos.bmv2 import Bmv2Options
+from mininet_topos.environment import default_bmv2
 from mininet_topos.linkemu import EmulatorClient, Impairment
 from mininet_topos.nodes import Bmv2Switch, RecordedHost, RecordedLink
 from mininet_topos.runstate import RunRegistry, stop_run
@@ -74,7 +75,7 @@ class NetworkOptions:
     fault_seed: int = 1
     grpc_base: int = 29100  # below the ephemeral range (32768+): no client socket takes it
     thrift_base: int = 19100
-    bmv2: str = field(default_factory=default_binary)  # simple_switch_grpc to run (path/name)
+    bmv2: str = field(default_factory=default_bmv2)  # simple_switch_grpc to run (path/name)
 
 
 @dataclass

@@ -27,7 +27,7 @@ LINK_KIND = {"local": LOCAL_LINK, "line": LOCAL_LINK, "global": GLOBAL_LINK}
 
 @dataclass(frozen=True, slots=True)
 class LinkParams:
-    """Rates, latencies and the switch queue. The rates are seed 004's (5.25 GiB/s terminal and
+    """Rates, latencies and the switch queue. The rates are [DF-scatter]'s (5.25 GiB/s terminal and
     local links, 4.7 GiB/s global links, in ns-3's bits per second)."""
 
     rate: str = "45.1Gbps"  # host and local links

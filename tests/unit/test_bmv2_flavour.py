@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos import bmv2
+from mininet_topos import bmv2, environment
 
 pytestmark = pytest.mark.unit
 
@@ -22,9 +22,9 @@ def fake_switch(tmp_path: Path, name: str, help_text: str) -> str:
 def test_the_event_logger_option_tells_the_logging_build(tmp_path: Path) -> None:
     logging = fake_switch(tmp_path, "logging", "--nanolog arg  IPC socket for events\n--log-level")
     speed = fake_switch(tmp_path, "speed", "--log-level arg\n--thrift-port arg")
-    assert bmv2.build_flavour(logging) == "logging"
-    assert bmv2.build_flavour(speed) == "speed"
-    assert bmv2.build_flavour(str(tmp_path / "absent")) == "missing"
+    assert environment.bmv2_flavour(logging) == "logging"
+    assert environment.bmv2_flavour(speed) == "speed"
+    assert environment.bmv2_flavour(str(tmp_path / "absent")) == "missing"
     assert bmv2.timing_warning(speed) is None
     warning = bmv2.timing_warning(logging)
     assert warning is not None and "NETCOLL_BMV2" in warning
@@ -32,8 +32,8 @@ def test_the_event_logger_option_tells_the_logging_build(tmp_path: Path) -> None
 
 
 def test_the_binary_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(bmv2.BINARY_ENV, "/opt/bmv2-fast/bin/simple_switch_grpc")
-    assert bmv2.default_binary() == "/opt/bmv2-fast/bin/simple_switch_grpc"
+    monkeypatch.setenv(environment.BMV2_ENV, "/opt/bmv2-fast/bin/simple_switch_grpc")
+    assert environment.default_bmv2() == "/opt/bmv2-fast/bin/simple_switch_grpc"
     assert bmv2.Bmv2Options().config("s0", 0, {}).binary == "/opt/bmv2-fast/bin/simple_switch_grpc"
-    monkeypatch.delenv(bmv2.BINARY_ENV)
-    assert bmv2.default_binary() == "simple_switch_grpc"
+    monkeypatch.delenv(environment.BMV2_ENV)
+    assert environment.default_bmv2() == "simple_switch_grpc"

@@ -12,16 +12,16 @@ from mininet_topos import bmv2, environment
 pytestmark = pytest.mark.unit
 
 
-def fake_switch(tmp_path: Path, name: str, help_text: str) -> str:
+def fake_switch(tmp_path: Path, name: str, strings: bytes) -> str:
     path = tmp_path / name
-    path.write_text(f"#!/bin/sh\ncat <<'EOF'\n{help_text}\nEOF\n")
+    path.write_bytes(b"\x7fELF..." + strings + b"\0--thrift-port\0")
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return str(path)
 
 
-def test_the_event_logger_option_tells_the_logging_build(tmp_path: Path) -> None:
-    logging = fake_switch(tmp_path, "logging", "--nanolog arg  IPC socket for events\n--log-level")
-    speed = fake_switch(tmp_path, "speed", "--log-level arg\n--thrift-port arg")
+def test_a_compiled_in_packet_log_message_tells_the_logging_build(tmp_path: Path) -> None:
+    logging = fake_switch(tmp_path, "logging", environment.BMV2_LOGGING_MARK + b" {}")
+    speed = fake_switch(tmp_path, "speed", b"Thrift server was started")
     assert environment.bmv2_flavour(logging) == "logging"
     assert environment.bmv2_flavour(speed) == "speed"
     assert environment.bmv2_flavour(str(tmp_path / "absent")) == "missing"

@@ -8,8 +8,9 @@ import asyncio
 
 from controller import wire
 from controller.wire import Flag, Op
-from host_agents.transport.config import EngineError, PeerTimeout
+from host_agents.transport.config import EngineError
 from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
+from host_agents.transport.to_switch import until_answered
 
 
 class Barrier:
@@ -54,28 +55,18 @@ class Barrier:
         if wire.serial_lt(self._arrived.get(comm, released), epoch):
             self._arrived[comm] = epoch
         hdr = wire.Header(op=Op.ARRIVE, comm_id=comm, epoch=epoch, src_node=endpoint.node)
-        delay = self.cfg.barrier_rto
-        deadline = self.loop.time() + timeout
-        endpoint.send_frame(BROADCAST_MAC, hdr)
-        endpoint.stats.arrives_sent += 1
+
+        def send(again: bool) -> None:
+            if again:
+                endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=Flag.RETRANSMIT))
+                endpoint.stats.arrive_retransmissions += 1
+            else:
+                endpoint.send_frame(BROADCAST_MAC, hdr)
+                endpoint.stats.arrives_sent += 1
+
+        what = f"waiting for RELEASE of barrier epoch {epoch} on communicator {comm}"
         try:
-            while True:
-                remaining = deadline - self.loop.time()
-                if remaining <= 0:
-                    raise PeerTimeout(
-                        endpoint.directory.switch_of(endpoint.node)
-                        if endpoint.node in endpoint.directory.places
-                        else 0,
-                        f"waiting for RELEASE of barrier epoch {epoch} on communicator {comm}",
-                        timeout,
-                    )
-                try:
-                    await asyncio.wait_for(asyncio.shield(waiter), min(delay, remaining))
-                    return
-                except TimeoutError:
-                    endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=Flag.RETRANSMIT))
-                    endpoint.stats.arrive_retransmissions += 1
-                    delay = min(delay * 2, self.cfg.barrier_rto_max)
+            await until_answered(endpoint, waiter, send, timeout, what)
         finally:
             waiters = self._waiters.get(comm, [])
             if (epoch, waiter) in waiters:

@@ -24,8 +24,9 @@ import numpy as np
 from controller import wire
 from controller.wire import Flag, Op
 from host_agents.reduction import IDENTITY, LANE_BYTES, WIRE, ReduceOp
-from host_agents.transport.config import EngineError, PeerTimeout
+from host_agents.transport.config import EngineError
 from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
+from host_agents.transport.to_switch import until_answered
 
 MAX_CHUNKS = 1 << 16  # chunk indices are 16 bits in the switch's slot tag
 
@@ -103,27 +104,18 @@ class SwitchReduce:
             seg_count=count,
             msg_len=len(part),
         )
-        delay = self.cfg.barrier_rto
+
+        def send(again: bool) -> None:
+            if again:
+                endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=Flag.RETRANSMIT), part)
+                endpoint.stats.reduce_retransmissions += 1
+            else:
+                endpoint.send_frame(BROADCAST_MAC, hdr, part)
+                endpoint.stats.reduce_sent += 1
+
+        what = f"waiting for the RESULT of chunk {chunk} of reduction {epoch} on comm {comm}"
         try:
-            endpoint.send_frame(BROADCAST_MAC, hdr, part)
-            endpoint.stats.reduce_sent += 1
-            while True:
-                remaining = deadline - self.loop.time()
-                if remaining <= 0:
-                    raise PeerTimeout(
-                        endpoint.directory.switch_of(endpoint.node)
-                        if endpoint.node in endpoint.directory.places
-                        else 0,
-                        f"waiting for the RESULT of chunk {chunk} of reduction {epoch} on "
-                        f"communicator {comm}",
-                        deadline - self.loop.time(),
-                    )
-                try:
-                    return await asyncio.wait_for(asyncio.shield(waiter), min(delay, remaining))
-                except TimeoutError:
-                    endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=Flag.RETRANSMIT), part)
-                    endpoint.stats.reduce_retransmissions += 1
-                    delay = min(delay * 2, self.cfg.barrier_rto_max)
+            return await until_answered(endpoint, waiter, send, deadline - self.loop.time(), what)
         finally:
             self._waiting.pop(key, None)
 

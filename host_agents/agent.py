@@ -4,8 +4,9 @@ It opens a raw socket on the host's interface, joins the communicator the worklo
 waits at a rendezvous until every agent is ready (so all start together), runs the tests,
 checks every byte it received, and writes its per-rank results as JSON.
 
-    netcoll-agent --node 3 --topology run/topology.json --interface nch3-eth0 \
-        --service run/service.sock --workload run/workload.json --out run/results/3.json
+    netcoll-agent --node 3 --topology /tmp/netcoll-run/topology.json --interface nch3-eth0 \
+        --service /tmp/netcoll-run/service.sock --workload RUN/workload.json \
+        --out RUN/results/3.json
 """
 
 from __future__ import annotations

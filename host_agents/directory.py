@@ -1,7 +1,8 @@
 """What an agent knows about the network: every node's MAC and place, and the communicators.
 
-Built from the topology file the launcher writes (never by importing Mininet), or directly from
-a :class:`controller.topology.Topology` in tests.
+Built from the topology file the network writes at bring-up (``mininet_topos/network.py``:
+``<run dir>/topology.json``), whose path the launcher passes as ``--topology`` (never by
+importing Mininet), or directly from a :class:`controller.topology.Topology` in tests.
 """
 
 from __future__ import annotations

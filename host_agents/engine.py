@@ -226,7 +226,8 @@ class Engine:
         self, comm: int, epoch: int, tree: int, data: bytes | bytearray | memoryview
     ) -> McastKey:
         """Multicast without acknowledgements. Receivers NACK what they miss (repaired by
-        unicast) and the data stays here for repairs until :meth:`mcast_withdraw`; the caller
+        unicast, or by one multicast once several receivers ask for the same segment) and
+        the data stays here for repairs until :meth:`mcast_withdraw`; the caller
         learns completion another way, a barrier. When every rank multicasts (allgather) this
         keeps control traffic O(P) instead of O(P^2) ACKs."""
         return self._publisher.publish(McastKey(self.node, comm, epoch, tree), Source(data))

@@ -80,7 +80,10 @@ def read_steps(path: Path | None) -> list[tuple[str, int, int]]:
 def verdict(tiers: dict[str, Tier], switches: bool, missing: list[str]) -> tuple[bool, list[str]]:
     """(ok, the closing lines)."""
     lines = []
-    ok = not any(t.failed for t in tiers.values())
+    failed = [f"{t.failed} {TIER_NAMES[name]}" for name, t in tiers.items() if t.failed]
+    ok = not failed
+    if failed:
+        lines.append("CI: FAILED: failed or erroneous tests: " + ", ".join(failed))
     if switches:
         skipped = [name for name in NEEDS_SWITCHES if tiers[name].skipped]
         if skipped:
@@ -93,7 +96,7 @@ def verdict(tiers: dict[str, Tier], switches: bool, missing: list[str]) -> tuple
         empty = [TIER_NAMES[name] for name in NEEDS_SWITCHES if tiers[name].total == 0]
         if empty:
             lines.append("CI: note: no test was collected for " + ", ".join(empty))
-        if not skipped:
+        if ok:
             lines.append(
                 "CI: tested the P4 program on BMv2, the control plane on a Mininet dragonfly "
                 "and the collectives end to end, with and without faults"

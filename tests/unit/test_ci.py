@@ -96,8 +96,14 @@ def test_without_the_switches_the_last_line_says_what_was_not_tested(
     assert "(p4c-bm2-ss, simple_switch_grpc not installed)" in last
 
 
-def test_a_failed_test_fails(tmp_path: Path) -> None:
-    assert run(tmp_path, "no", [("tests.unit.test_wire", "failed")]) == 1
+def test_a_failed_test_fails_and_claims_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = [("tests.unit.test_wire", "passed"), ("tests.e2e.test_collectives", "failed")]
+    assert run(tmp_path, "yes", cases) == 1
+    out = capsys.readouterr().out
+    assert "CI: FAILED: failed or erroneous tests: 1 e2e subset (Mininet)" in out
+    assert "CI: tested" not in out
 
 
 def test_the_e2e_subset_keeps_in_network_algorithms_and_one_host_algorithm(

@@ -484,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     options = network_options(args, losses)
     switches = describe(options.bmv2)
     print(f"*** BMv2: {switches['binary']} ({switches['flavour']} build)")
-    if (warning := timing_warning(options.bmv2)) is not None:
+    if (warning := timing_warning(switches)) is not None:
         print(f"*** {warning}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     net = NetcollNetwork(options)

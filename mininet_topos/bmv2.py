@@ -27,13 +27,15 @@ def describe(binary: str) -> dict[str, str]:
     return {"binary": shutil.which(binary) or binary, "flavour": bmv2_flavour(binary)}
 
 
-def timing_warning(binary: str) -> str | None:
-    """A warning to print before timing on a BMv2 build that is not meant for it."""
-    if bmv2_flavour(binary) != "logging":
+def timing_warning(switches: dict[str, str]) -> str | None:
+    """A warning to print before timing on a BMv2 build that is not meant for it;
+    ``switches`` is what :func:`describe` said (so the binary is read once)."""
+    if switches["flavour"] != "logging":
         return None
     return (
-        f"warning: {binary} is BMv2's default (logging) build, several times slower than one "
-        f"built for timing; ratios hold, absolute times do not (set {BMV2_ENV} or make BMV2=)"
+        f"warning: {switches['binary']} is BMv2's default (logging) build, several times "
+        f"slower than one built for timing; ratios hold, absolute times do not (set "
+        f"{BMV2_ENV} or make BMV2=)"
     )
 
 

@@ -28,8 +28,6 @@ from host_agents.transport.config import EngineError
 from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
 from host_agents.transport.to_switch import until_answered
 
-MAX_CHUNKS = 1 << 16  # chunk indices are 16 bits in the switch's slot tag
-
 ChunkKey = tuple[int, int, int]  # (comm, epoch, chunk)
 
 
@@ -50,7 +48,8 @@ class SwitchReduce:
         """Every rank's ``data`` combined by the switches; every rank gets the result."""
         lanes = self.cfg.agg_lanes
         count = self.chunks(len(data))
-        most = MAX_CHUNKS - self.cfg.agg_window  # chunk numbers start up to a window late
+        # chunk numbers (16 bits in the switch's slot tag) start up to a window late
+        most = wire.AGG_CHUNK_LIMIT - self.cfg.agg_window
         if count > most:
             raise EngineError(
                 f"an in-network reduction takes at most {most * lanes * LANE_BYTES} bytes"

@@ -25,8 +25,8 @@ def test_a_compiled_in_packet_log_message_tells_the_logging_build(tmp_path: Path
     assert environment.bmv2_flavour(logging) == "logging"
     assert environment.bmv2_flavour(speed) == "speed"
     assert environment.bmv2_flavour(str(tmp_path / "absent")) == "missing"
-    assert bmv2.timing_warning(speed) is None
-    warning = bmv2.timing_warning(logging)
+    assert bmv2.timing_warning(bmv2.describe(speed)) is None
+    warning = bmv2.timing_warning(bmv2.describe(logging))
     assert warning is not None and "NETCOLL_BMV2" in warning
     assert bmv2.describe(speed) == {"binary": speed, "flavour": "speed"}
 

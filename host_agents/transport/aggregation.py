@@ -111,16 +111,7 @@ class CoRoots:
         self._report_upstream(key, agg.reported, agg.upstream)
 
     def _report_upstream(self, key: McastKey, cum: int, upstream: int) -> None:
-        ack = wire.Header(
-            op=Op.ACK,
-            comm_id=key.comm,
-            epoch=key.epoch,
-            tree=key.tree,
-            root_node=key.root,
-            src_node=self.endpoint.node,
-            dst_node=upstream,
-            seq=cum,
-        )
+        ack = key.feedback(Op.ACK, self.endpoint.node, upstream, seq=cum)
         self.endpoint.send_frame(self.endpoint.directory.mac(upstream), ack, NO_SACK)
         self.endpoint.stats.acks_sent += 1
 
@@ -138,15 +129,7 @@ class CoRoots:
         for first, _ in fresh:
             agg.forwarded[first] = now
         self.endpoint.stats.nacks_forwarded += 1
-        nack = wire.Header(
-            op=Op.NACK,
-            comm_id=key.comm,
-            epoch=key.epoch,
-            tree=key.tree,
-            root_node=key.root,
-            src_node=self.endpoint.node,
-            dst_node=agg.upstream,
-        )
+        nack = key.feedback(Op.NACK, self.endpoint.node, agg.upstream)
         self.endpoint.send_frame(
             self.endpoint.directory.mac(agg.upstream), nack, pack_ranges(fresh)
         )

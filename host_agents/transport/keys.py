@@ -36,5 +36,18 @@ class McastKey:
     def of(cls, hdr: wire.Header) -> McastKey:
         return cls(hdr.root_node, hdr.comm_id, hdr.epoch, hdr.tree)
 
+    def feedback(self, op: int, src: int, dst: int, **fields: int) -> wire.Header:
+        """An ACK or NACK about this multicast, from ``src`` to ``dst``."""
+        return wire.Header(
+            op=op,
+            comm_id=self.comm,
+            epoch=self.epoch,
+            tree=self.tree,
+            root_node=self.root,
+            src_node=src,
+            dst_node=dst,
+            **fields,
+        )
+
 
 MessageKey: TypeAlias = UnicastKey | McastKey  # a message being received

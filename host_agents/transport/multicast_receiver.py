@@ -103,14 +103,10 @@ class MulticastReceiver:
     def _report(self, hdr: wire.Header, target: int, cum: int, *, final: bool) -> None:
         """Our own progress goes to our ACK target, which may be ourselves as co-root.
         ``final`` marks the report of a complete receiver answering a retransmission."""
-        ack = wire.Header(
-            op=Op.ACK,
-            comm_id=hdr.comm_id,
-            epoch=hdr.epoch,
-            tree=hdr.tree,
-            root_node=hdr.root_node,
-            src_node=self.endpoint.node,
-            dst_node=target,
+        ack = McastKey.of(hdr).feedback(
+            Op.ACK,
+            self.endpoint.node,
+            target,
             seq=cum,
             seg_count=hdr.seg_count,
             flags=Flag.LAST if final else Flag.NONE,
@@ -142,13 +138,5 @@ class MulticastReceiver:
         if target == self.endpoint.node:
             self._nack_self(McastKey.of(hdr), ranges)
             return
-        nack = wire.Header(
-            op=Op.NACK,
-            comm_id=hdr.comm_id,
-            epoch=hdr.epoch,
-            tree=hdr.tree,
-            root_node=hdr.root_node,
-            src_node=self.endpoint.node,
-            dst_node=target,
-        )
+        nack = McastKey.of(hdr).feedback(Op.NACK, self.endpoint.node, target)
         self.endpoint.send_frame(self.endpoint.directory.mac(target), nack, pack_ranges(ranges))

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from controller import wire
 from controller.wire import Flag, Op
 from host_agents.transport.config import EngineError
 from host_agents.transport.endpoint import Endpoint
@@ -132,15 +131,8 @@ class RepairRequests:
         if not isinstance(key, McastKey):
             raise EngineError(f"{key} is not a multicast: only multicasts are repaired")
         ranges = missing_runs(msg.received, 0, msg.seg_count, MAX_NACK_RANGES)
-        nack = wire.Header(
-            op=Op.NACK,
-            comm_id=key.comm,
-            epoch=key.epoch,
-            tree=key.tree,
-            root_node=root,
-            src_node=self.endpoint.node,
-            dst_node=root,
-        )
+        asked = McastKey(root, key.comm, key.epoch, key.tree)
+        nack = asked.feedback(Op.NACK, self.endpoint.node, root)
         self.endpoint.send_frame(self.endpoint.directory.mac(root), nack, pack_ranges(ranges))
         self.endpoint.stats.nacks_sent += 1
 

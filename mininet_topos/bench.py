@@ -117,38 +117,43 @@ class LinkMeter:
         return link, global_
 
 
-def frame_bytes(nbytes: int) -> list[int]:
-    """Frame sizes of a message's segments, headers included."""
+def frame_bytes(nbytes: int, segment: int = wire.MAX_PAYLOAD) -> list[int]:
+    """Frame sizes of a message's segments of at most ``segment`` bytes, headers included."""
     if nbytes == 0:
         return [wire.ETH_HEADER_LEN + wire.HEADER_LEN]
-    full, rest = divmod(nbytes, wire.MAX_PAYLOAD)
-    sizes = [wire.MAX_PAYLOAD] * full + ([rest] if rest else [])
+    full, rest = divmod(nbytes, segment)
+    sizes = [segment] * full + ([rest] if rest else [])
     return [wire.ETH_HEADER_LEN + wire.HEADER_LEN + s for s in sizes]
 
 
 def minimum_bytes(
-    topo: Topology, collective: str, members: tuple[int, ...], root: int, size: int
+    topo: Topology,
+    collective: str,
+    members: tuple[int, ...],
+    root: int,
+    size: int,
+    segment: int = wire.MAX_PAYLOAD,
 ) -> int | None:
     """The physical minimum: every link on the way carries each segment exactly once."""
     if collective == "bcast":
         tree = trees.innet_tree(topo, members, members[root])
-        return sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
+        return sum(frame_bytes(size, segment)) * (1 + tree.switch_links() + len(members) - 1)
     if collective == "allgather":
         total = 0
         for r in members:
             tree = trees.innet_tree(topo, members, r)
-            total += sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
+            total += sum(frame_bytes(size, segment)) * (1 + tree.switch_links() + len(members) - 1)
         return total
     if collective in ("allreduce", "reduce"):
         # the switches' aggregation: each vector up every barrier-tree link once and the
         # result down it once (a reduce could stop at the root: the same order of bytes)
         tree = trees.barrier_tree(topo, members)
         links = len(tree.nodes) - 1 + len(members)
-        return 2 * sum(frame_bytes(size)) * links
+        return 2 * sum(frame_bytes(size, segment)) * links
     if collective == "scatter":
         source = members[root]
         return sum(
-            sum(frame_bytes(size)) * routing.host_path_hops(topo, source, dst)
+            sum(frame_bytes(size, segment)) * routing.host_path_hops(topo, source, dst)
             for dst in members
             if dst != source
         )
@@ -177,7 +182,9 @@ def run_cell(
     link, global_ = meter.delta(before, after, columns)
     row.link_bytes = link // operations
     row.global_link_bytes = global_ // operations
-    row.minimum_bytes = minimum_bytes(net.topo, test.collective, members, test.root, test.sizes[0])
+    row.minimum_bytes = minimum_bytes(
+        net.topo, test.collective, members, test.root, test.sizes[0], net.segment_size
+    )
     return row
 
 
@@ -301,6 +308,7 @@ def network_options(args: argparse.Namespace, losses: list[Impairment] | None) -
         emulate_links=losses is not None,
         faults=losses[0] if losses else None,
         fault_seed=args.seed,
+        mtu=args.mtu,
     )
 
 
@@ -515,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         "iterations": args.iterations,
         "seed": args.seed,
         "links": "link emulator" if losses else "direct",
+        "mtu": args.mtu,
         "persistent": persistent,
         "replication": replication,
     }
@@ -556,6 +565,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
+    parser.add_argument(
+        "--mtu",
+        type=int,
+        default=wire.JUMBO_MTU,
+        help=f"MTU of every link (default {wire.JUMBO_MTU}; {wire.MTU} for standard Ethernet)",
+    )
     parser.add_argument(
         "--loss",
         type=parse_loss,

@@ -85,7 +85,12 @@ def launch(net: NetcollNetwork, args: argparse.Namespace, seed: int) -> int:
     )
     result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed, split=args.split))
     print(format_table(result.rows))
-    meta = {"seed": seed, "topology": args.topo, "bmv2": describe(default_bmv2())}
+    meta = {
+        "seed": seed,
+        "topology": args.topo,
+        "mtu": args.mtu,
+        "bmv2": describe(default_bmv2()),
+    }
     json_path, _ = save(result.rows, args.out, f"launch-{args.collective}-{seed}", meta)
     print(f"*** results in {json_path}")
     for error in result.errors[:10]:

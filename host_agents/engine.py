@@ -100,7 +100,7 @@ class Engine:
         self._inbox = Inbox(self, self._accepts_early)
         self._unicast = Unicast(self, self._inbox)
         self._roots = MulticastRoots(self)
-        self._coroots = CoRoots(self)
+        self._coroots = CoRoots(self, self._inbox)
         self._publisher = Publisher(self)
         self._repairs = RepairRequests(self)
         self._mcast_rx = MulticastReceiver(
@@ -209,6 +209,7 @@ class Engine:
 
     def consume(self, msg: Incoming) -> None:
         """The caller has the data: forget the message, remember it to re-ACK duplicates."""
+        self._coroots.keep(msg)
         self._inbox.consume(msg)
 
     # -- multicast --------------------------------------------------------------------------
@@ -264,12 +265,16 @@ class Engine:
             return  # a late ACK for a multicast this node finished rooting
         self._coroots.on_ack(key, ack)
 
-    def _route_nack(self, key: McastKey, ranges: list[tuple[int, int]]) -> None:
-        if self._roots.on_nack(key, ranges):
+    def _route_nack(
+        self, key: McastKey, ranges: list[tuple[int, int]], requester: int | None = None
+    ) -> None:
+        """Missing ranges of ``requester`` (None: this node itself) for a multicast this node
+        roots or aggregates."""
+        if self._roots.on_nack(key, ranges, requester):
             return
         if key.root == self.node:
             return  # ours, not yet published or already withdrawn: nothing to repair from
-        self._coroots.forward_nack(key, ranges)
+        self._coroots.forward_nack(key, ranges, requester)
 
     # -- barrier ----------------------------------------------------------------------------
 
@@ -377,7 +382,7 @@ class Engine:
         if published:
             self._publisher.repair(key, hdr.src_node, ranges)
             return
-        self._route_nack(key, ranges)
+        self._route_nack(key, ranges, hdr.src_node)
 
     # -- reachability probes ----------------------------------------------------------------
 

@@ -3,6 +3,8 @@
 For an acknowledged multicast a receiver ACKs cumulatively, delayed like unicast, to its ACK
 target (its group's co-root, or the root: :mod:`host_agents.plans`), and reports a gap with a
 NACK after a random delay, cancelled if the repair another receiver asked for arrives first.
+A missing tail (no later segment shows the gap) is reported after ``tail_delay`` of silence,
+so a lost last segment costs a round trip to the ACK target, not a timeout at the root.
 For a published one (NO_ACK) it only collects segments; the caller asks for repairs
 (:mod:`host_agents.transport.publish`).
 """
@@ -82,9 +84,12 @@ class MulticastReceiver:
             return
         if no_ack:
             return  # the receiver asks for what is missing when things fall silent
-        if msg.highest >= msg.contiguous and msg.nack_timer is None:
-            # a gap: wait a random moment, the repair another receiver asked for may come
-            delay = self.endpoint.rng.uniform(0.2, 1.0) * self.cfg.nack_delay
+        if msg.nack_timer is None:
+            if msg.highest >= msg.contiguous:
+                # a gap: wait a random moment, the repair another receiver asked for may come
+                delay = self.endpoint.rng.uniform(0.2, 1.0) * self.cfg.nack_delay
+            else:
+                delay = self.cfg.tail_delay  # in order so far: ask for the rest if it stalls
             msg.nack_timer = self.loop.call_later(delay, self._nack, msg, hdr, target)
         if not new or msg.unacked >= self.cfg.ack_every:
             self._ack_now(msg, hdr, target)
@@ -98,7 +103,8 @@ class MulticastReceiver:
             msg.ack_timer.cancel()
             msg.ack_timer = None
         msg.unacked = 0
-        self._report(hdr, target, msg.contiguous, final=False)
+        if msg.contiguous > 0:  # nothing in order yet: nothing the root could use
+            self._report(hdr, target, msg.contiguous, final=False)
 
     def _report(self, hdr: wire.Header, target: int, cum: int, *, final: bool) -> None:
         """Our own progress goes to our ACK target, which may be ourselves as co-root.
@@ -121,18 +127,23 @@ class MulticastReceiver:
         msg.nack_timer = None
         if msg.done.done():
             return
-        ranges = msg.missing_ranges(MAX_NACK_RANGES)
         now = self.loop.time()
-        if not ranges or now - msg.last_nack < self.cfg.nack_delay * 4:
-            if ranges:  # still missing: look again later
-                msg.nack_timer = self.loop.call_later(
-                    self.cfg.nack_delay * 4, self._nack, msg, hdr, target
-                )
+        silent = now - msg.last_arrival
+        stalled = silent >= self.cfg.tail_delay
+        ranges = msg.missing_ranges(MAX_NACK_RANGES, through_tail=stalled)
+        retry = self.cfg.nack_delay * 4
+        if not ranges or now - msg.last_nack < retry:
+            # nothing to report yet (segments still flowing) or reported just now: look again
+            wait = max(retry - (now - msg.last_nack), self.cfg.tail_delay - silent)
+            msg.nack_timer = self.loop.call_later(
+                max(wait, self.cfg.nack_delay), self._nack, msg, hdr, target
+            )
             return
         msg.last_nack = now
         self.endpoint.stats.nacks_sent += 1
         self._send_nack(hdr, target, ranges)
-        msg.nack_timer = self.loop.call_later(self.cfg.rto_initial, self._nack, msg, hdr, target)
+        # a lost repair (or NACK) is asked again after a few ACK-target round trips
+        msg.nack_timer = self.loop.call_later(retry, self._nack, msg, hdr, target)
 
     def _send_nack(self, hdr: wire.Header, target: int, ranges: list[tuple[int, int]]) -> None:
         if target == self.endpoint.node:

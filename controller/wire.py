@@ -92,7 +92,10 @@ class Tree(enum.IntEnum):
 TREE_MAX = 2
 
 
-class Flag(enum.IntFlag):
+class Flag:
+    """Header flag bits. Plain ints, not an IntFlag: agents test them on every frame, and
+    ``int & IntFlag`` goes through the enum machinery (a third of a frame's parse time)."""
+
     NONE = 0
     RETRANSMIT = 0x01  # this data frame is a retransmission
     LAST = 0x02  # last segment of its message (redundant with seg_count, eases pcaps)
@@ -301,7 +304,9 @@ class Header:
     payload_crc: int = 0
     version: int = PROTOCOL_VERSION
 
-    def pack(self) -> bytes:
+    def pack(self, payload_len: int | None = None, payload_crc: int | None = None) -> bytes:
+        """The header's bytes; ``payload_len``/``payload_crc`` override the fields (what
+        :func:`build_frame` sets, without copying the header first)."""
         return _HDR.pack(
             self.version,
             self.op,
@@ -317,9 +322,9 @@ class Header:
             self.seg_idx,
             self.seg_count,
             self.msg_len,
-            self.payload_len,
+            self.payload_len if payload_len is None else payload_len,
             self.reserved,
-            self.payload_crc,
+            self.payload_crc if payload_crc is None else payload_crc,
         )
 
     @classmethod
@@ -424,11 +429,13 @@ def build_frame(
     if len(payload) > 0xFFFF:  # the in-process fabric may use segments above the MTU
         raise WireError(f"payload of {len(payload)} bytes does not fit payload_len")
     crc = 0 if hdr.op in AGG_OPS else payload_crc(payload)  # switches rewrite the lanes
-    hdr = replace(hdr, payload_len=len(payload), payload_crc=crc)
-    parts = [_ETH.pack(dst_mac, src_mac, ETHERTYPE_COLL), hdr.pack()]
+    parts: list[bytes | memoryview] = [
+        _ETH.pack(dst_mac, src_mac, ETHERTYPE_COLL),
+        hdr.pack(len(payload), crc),
+    ]
     if mp is not None:
         parts.append(mp.pack())
-    parts.append(bytes(payload))
+    parts.append(payload)  # join copies it once
     return b"".join(parts)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from controller.switch_model import SwitchModel
 from controller.switch_state import SwitchState
+from tests.ackmerge_scenarios import ACKMERGE_SCENARIOS
 from tests.dataplane_scenarios import SCENARIOS, SwitchUnderTest
 from tests.reduce_scenarios import REDUCE_SCENARIOS
 
@@ -40,7 +41,9 @@ class ModelSwitch:
 
 @pytest.mark.parametrize("replication", ["subset", "all_ports"])
 @pytest.mark.parametrize(
-    "scenario", SCENARIOS + REDUCE_SCENARIOS, ids=lambda f: f.__name__.removeprefix("scenario_")
+    "scenario",
+    SCENARIOS + REDUCE_SCENARIOS + ACKMERGE_SCENARIOS,
+    ids=lambda f: f.__name__.removeprefix("scenario_"),
 )
 def test_scenario_on_reference_model(scenario, replication: str) -> None:  # type: ignore[no-untyped-def]
     sut: SwitchUnderTest = ModelSwitch(replication)

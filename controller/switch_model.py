@@ -116,6 +116,13 @@ def agg_classify(
     return (AggVerdict.DISTRIBUTE if parent == 0 else AggVerdict.SEND_UP), mode, DropReason.NONE
 
 
+def ack_sends_up(previous: int, in_bit: int, child_mask: int) -> bool:
+    """common/ackmerge.p4 ack_sends_up: the ACK completes the cell, or is the leader child's
+    (lowest child port's) repeat at a complete cell."""
+    leader = child_mask & -child_mask
+    return previous | in_bit == child_mask and (previous != child_mask or in_bit == leader)
+
+
 @dataclass(slots=True)
 class Parsed:
     """What CollParser extracted, and what it left as payload."""
@@ -564,10 +571,10 @@ class SwitchModel:
         window = self.sizes.ack_window
         index = entry.slot * window + (checkpoint & (window - 1))
         tag = (coll.epoch << 16) | ((entry.generation & 0xFF) << 8) | (checkpoint & 0xFF)
-        cell_tag, merged = self.ack_cells[index]
-        merged = (merged if cell_tag == tag else 0) | in_bit
-        self.ack_cells[index] = (tag, merged)
-        if merged != entry.child_mask:
+        cell_tag, stored = self.ack_cells[index]
+        previous = stored if cell_tag == tag else 0
+        self.ack_cells[index] = (tag, previous | in_bit)
+        if not ack_sends_up(previous, in_bit, entry.child_mask):
             d.drop_reason = DropReason.ABSORBED
             return
         parsed.coll = coll.with_(src_node=self.state.node_id)

@@ -71,8 +71,9 @@ def send_ack(sut: SwitchUnderTest, port: int, checkpoint: int, **fields: int) ->
 
 def scenario_ack_merge_one_ack_after_every_child(sut: SwitchUnderTest) -> None:
     """At the root's switch: nothing until hosts 2, 3 and the child switch all have the
-    checkpoint, then ONE ACK to the root host, named by the switch; a duplicate at the complete
-    cell goes up again (a lost merged ACK is recovered by the receivers' repeats)."""
+    checkpoint, then ONE ACK to the root host, named by the switch. At the complete cell the
+    leader child's (host 2, the lowest child port) repeats go up again, so a lost merged ACK is
+    recovered by the receivers' repeats; the other children's repeats stay here."""
     sut.configure(with_trees(base_state(sut)))
     check = Checker(sut)
     check.mark()
@@ -85,7 +86,11 @@ def scenario_ack_merge_one_ack_after_every_child(sut: SwitchUnderTest) -> None:
     up = parsed(out)[1][0].hdr
     assert up.op == Op.ACK and up.flags & Flag.MERGE and up.src_node == SWITCH_NODE
     assert (up.seq, up.seg_idx, up.seg_count, up.root_node, up.epoch) == (16, 1, SEG_COUNT, 1, 1)
-    assert send_ack(sut, 3, 1) == {1: 1}
+    check.mark()
+    assert send_ack(sut, 3, 1) == {} and send_ack(sut, CHILD_PORT, 1) == {}
+    assert check.new_drops()[DropReason.ABSORBED] == 2
+    assert send_ack(sut, 2, 1) == {1: 1}
+    assert send_ack(sut, 2, 1) == {1: 1}
 
 
 def scenario_ack_merge_inner_switch_reordering(sut: SwitchUnderTest) -> None:

@@ -8,10 +8,13 @@
  * switch), the child mask and a configuration generation. A slot holds NETCOLL_ACK_WINDOW cells
  * {tag = epoch ++ generation ++ k[7:0], child bitmap}, the cell of checkpoint k being k mod
  * NETCOLL_ACK_WINDOW, updated exactly like a barrier cell (common/barrier.p4): a cell left by
- * another epoch, checkpoint or generation is empty. When the bitmap equals the child mask the
- * ACK goes up the parent port as ONE ACK; a duplicate at a complete cell goes up again, so a
- * lost merged ACK is recovered by the receivers' repeats, and so is a switch restart (zeroed
- * cells). ACKs are cumulative, so a checkpoint that never completes here blocks nothing.
+ * another epoch, checkpoint or generation is empty. When the bitmap becomes equal to the child
+ * mask the ACK goes up the parent port as ONE ACK. Receivers repeat a checkpoint when the root
+ * retransmits (it has not heard the merged ACK: lost, or a switch restarted and zeroed its
+ * cells); at a complete cell only the repeats of the *leader* child (the lowest child port) go
+ * up again, so each repeat round brings one ACK to the root, not one per receiver, and a
+ * restarted switch is rebuilt by its children's repeats. ACKs are cumulative, so a checkpoint
+ * that never completes here blocks nothing.
  * The architecture shim owns the cells (AckState); docs/protocol.md has the state machine.
  */
 #ifndef NETCOLL_ACKMERGE_P4
@@ -75,16 +78,26 @@ control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
-/* After AckState: one ACK up the parent port when the cell is complete. */
+/* Does this ACK go up, given the cell's bitmap before it? When it completes the cell, or
+ * repeats the leader child's checkpoint at a complete cell. */
+bool ack_sends_up(in port_bitmap_t previous, in port_bitmap_t in_port_bit,
+                  in port_bitmap_t child_mask) {
+    port_bitmap_t leader = child_mask & (~child_mask + 1); /* the lowest child port's bit */
+    return (previous | in_port_bit) == child_mask
+        && (previous != child_mask || in_port_bit == leader);
+}
+
+/* After AckState: one ACK up the parent port when the cell completes, or the leader repeats. */
 control AckMergeDecide(inout headers_t hdr, inout coll_meta_t meta) {
     apply {
         if (meta.drop_reason != DROP_NONE) {
             return;
         }
-        if (meta.ack_complete == 0) {
-            meta.drop_reason = DROP_ABSORBED; /* recorded; waits for the other children */
+        if (!ack_sends_up(meta.ack_previous, meta.in_port_bit, meta.ack_child_mask)) {
+            /* recorded: waits for the other children, or a repeat only the leader passes on */
+            meta.drop_reason = DROP_ABSORBED;
         } else {
-            /* complete here, or a duplicate after completion: (re)send one ACK upward */
+            /* complete here, or the leader's repeat at a complete cell: one ACK upward */
             hdr.coll.src_node = meta.my_node; /* the root accepts merged ACKs from its switch */
             meta.out_kind = OUT_UNICAST;
             meta.out_port = meta.ack_parent;

@@ -135,8 +135,7 @@ struct coll_meta_t {
     port_num_t ack_parent;
     port_bitmap_t ack_child_mask;
     bit<8> ack_generation;
-    port_bitmap_t ack_merged;
-    bit<1> ack_complete;
+    port_bitmap_t ack_previous; /* the cell's child bitmap before this ACK */
 
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;

@@ -470,13 +470,13 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
 control AckState(inout headers_t hdr, inout coll_meta_t meta) {
     Register<barrier_cell_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cells;
 
-    /* Record the child's ACK under meta.arch_cell_tag; return the bitmap after it. */
+    /* Record the child's ACK under meta.arch_cell_tag; return the bitmap before it. */
     RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(ack_cells) ack_cell_merge = {
-        void apply(inout barrier_cell_halves_t cell, out port_bitmap_t merged) {
+        void apply(inout barrier_cell_halves_t cell, out port_bitmap_t previous) {
+            previous = barrier_arrivals_for(cell.tag, cell.arrivals, meta.arch_cell_tag);
             cell.arrivals = barrier_arrivals_merge(cell.tag, cell.arrivals, meta.arch_cell_tag,
                                                    meta.in_port_bit);
             cell.tag = meta.arch_cell_tag;
-            merged = cell.arrivals;
         }
     };
 
@@ -487,8 +487,8 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
         }
         /* access K1: ack_cells */
         meta.arch_cell_tag = ack_cell_tag(hdr.coll.epoch, meta.ack_generation, hdr.coll.seg_idx);
-        meta.ack_merged = ack_cell_merge.execute(ack_cell_index(meta.ack_slot, hdr.coll.seg_idx));
-        meta.ack_complete = meta.ack_merged == meta.ack_child_mask ? 1w1 : 1w0;
+        meta.ack_previous = ack_cell_merge.execute(
+            ack_cell_index(meta.ack_slot, hdr.coll.seg_idx));
     }
 }
 

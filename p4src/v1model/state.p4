@@ -242,10 +242,8 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
         bit<32> tag = ack_cell_tag(hdr.coll.epoch, meta.ack_generation, hdr.coll.seg_idx);
         barrier_cell_t cell;
         ack_cells.read(cell, cell_index);
-        cell = barrier_cell_merge(cell, tag, meta.in_port_bit);
-        ack_cells.write(cell_index, cell);
-        meta.ack_merged = cell[31:0];
-        meta.ack_complete = cell[31:0] == meta.ack_child_mask ? 1w1 : 1w0;
+        meta.ack_previous = barrier_cell_arrivals(cell, tag);
+        ack_cells.write(cell_index, barrier_cell_merge(cell, tag, meta.in_port_bit));
     }
 
     apply {

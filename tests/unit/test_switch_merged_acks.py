@@ -100,6 +100,25 @@ def test_switch_mode_completes_and_the_root_hears_one_ack(root: int) -> None:
     run(body)
 
 
+def test_df242_root_hears_at_least_5x_fewer_acks() -> None:
+    """The issue's bar on Df(2,4,2) (72 hosts, 9 groups), 16 KiB from rank 0: one merged ACK
+    against one stream per group."""
+    topo = dragonfly(2, 4, 2)
+    hosts = tuple(h.node_id for h in topo.hosts)
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        data = random.Random(9).randbytes(KIB16)
+        counts = {}
+        for name, options in (("switch", SWITCH), ("coroots", COROOTS)):
+            cluster = Cluster(topo, hosts, loop=loop, config=PATIENT, options=options)
+            await bcast(cluster.comms, 0, data)
+            counts[name] = acks_at(cluster.comms[0])
+        assert counts["switch"] == 1
+        assert counts["coroots"] >= 5 * counts["switch"]
+
+    run(body)
+
+
 def test_switch_mode_long_message_one_ack_per_checkpoint() -> None:
     """1 MiB in 64 segments of 16 KiB: checkpoints every 16, so the root hears four merged ACKs
     while the co-roots' stream grows with segments and groups (one per ack_every segments or

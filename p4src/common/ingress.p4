@@ -2,7 +2,8 @@
  *
  * The architecture shim fills the first fields of coll_meta_t, defines the state controls
  * TreeState, BarrierState (which applies AggState for a reduction) and AckState (the only
- * code that touches registers) before including this file, applies NetcollIngress, and then carries out meta.out_kind and counts. A state control
+ * code that touches registers) before including this file, applies NetcollIngress, and then
+ * carries out meta.out_kind and counts. A state control
  * that cannot finish the packet in this pass sets meta.state_op = STATE_NEXT_PASS: no decision
  * is taken (headers stay as parsed) and the shim carries the packet to the pass that can.
  */

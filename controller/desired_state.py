@@ -9,7 +9,10 @@ drivers push, what the reference model executes, and what unit tests inspect.
 * Per communicator: a barrier slot at every switch of its barrier tree (written by mini
   packets) and, for each root, bindings for its ``innet`` tree and its ``ragasa`` spread tree,
   plus one ``ragasa`` group tree per relay. A binding is *static* (P4Runtime: parent port and a
-  per-tree multicast group) or *slot* (mini packets write parent port and child bitmap).
+  per-tree multicast group) or *slot* (mini packets write parent port and child bitmap). Every
+  switch of an ``innet`` tree also gets an ACK-merge entry (the tree reversed: parent port
+  towards the root, the child ports, a slot of checkpoint cells and its generation), used by
+  communicators whose hosts choose switch-merged ACKs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 
 from controller import routing, trees, wire
 from controller.switch_state import (
+    AckMerge,
     BarrierSlot,
     CapacityError,
     PortRole,
@@ -96,16 +100,40 @@ class IdAllocator:
 
 
 @dataclass(slots=True)
+class AckGenerations:
+    """The 8-bit configuration generation of each (switch, ACK-merge slot), 1..255: it moves on
+    whenever the slot gets other content (another tree, parent or children), so the cells the
+    old content left are never counted for the new (their tags carry the old generation)."""
+
+    held: dict[tuple[int, int], tuple[tuple[TreeKey, int, int], int]] = field(default_factory=dict)
+
+    def get(self, switch: int, slot: int, content: tuple[TreeKey, int, int]) -> int:
+        previous = self.held.get((switch, slot))
+        if previous is not None and previous[0] == content:
+            return previous[1]
+        generation = (previous[1] % 255 if previous is not None else 0) + 1
+        self.held[(switch, slot)] = (content, generation)
+        return generation
+
+
+@dataclass(slots=True)
 class Allocators:
     groups: IdAllocator = field(
         default_factory=lambda: IdAllocator(1, ALL_PORTS_GROUP, "multicast group")
     )
     slots: IdAllocator | None = None
+    ack_slots: IdAllocator | None = None
+    ack_generations: AckGenerations = field(default_factory=AckGenerations)
 
     def tree_slots(self, sizes: Sizes) -> IdAllocator:
         if self.slots is None:
             self.slots = IdAllocator(0, sizes.tree_slots, "membership slot")
         return self.slots
+
+    def ack_merge_slots(self, sizes: Sizes) -> IdAllocator:
+        if self.ack_slots is None:
+            self.ack_slots = IdAllocator(0, sizes.ack_slots, "ACK-merge slot")
+        return self.ack_slots
 
 
 def replication_for(
@@ -205,11 +233,25 @@ def add_communicator(
                 slot = allocators.tree_slots(sizes).get(switch, key)
                 state.trees[key] = SlotTree(slot)
                 state.tree_slots[slot] = TreeSlot(node.parent_port, ports_bitmap(node.child_ports))
+            if key.tree == wire.Tree.INNET and node.parent_port and node.child_ports:
+                add_ack_merge(state, key, node, sizes, allocators)
     barrier = trees.barrier_tree(topo, comm.members)
     for switch, node in barrier.nodes.items():
         states[switch].barrier_slots[comm.comm_id] = BarrierSlot(
             parent_port=node.parent_port, child_mask=ports_bitmap(node.child_ports)
         )
+
+
+def add_ack_merge(
+    state: SwitchState, key: TreeKey, node: trees.TreeNode, sizes: Sizes, allocators: Allocators
+) -> None:
+    """ACKs of the tree ``key`` merged here: up its parent port, from its child ports."""
+    slot = allocators.ack_merge_slots(sizes).get(state.switch, key)
+    children = ports_bitmap(node.child_ports)
+    generation = allocators.ack_generations.get(
+        state.switch, slot, (key, node.parent_port, children)
+    )
+    state.ack_merges[key] = AckMerge(slot, node.parent_port, children, generation)
 
 
 def desired_state(
@@ -237,6 +279,8 @@ def desired_state(
     allocators.groups.release_except(live)
     if allocators.slots is not None:
         allocators.slots.release_except(live)
+    if allocators.ack_slots is not None:
+        allocators.ack_slots.release_except(live)
     for comm, tree_map in planned:
         add_communicator(states, topo, comm, tree_map, sizes, allocators)
     for state in states.values():

@@ -18,6 +18,7 @@ PORT_INFO = "port_info"
 SWITCH_IDENTITY = "switch_identity"
 NODE_ROUTE = "node_route"
 BCAST_TREE = "bcast_tree"
+ACK_MERGE = "ack_merge"
 MP_REPLICATION = "mp_replication"
 RX_COUNTER = "rx_port_op"
 TX_COUNTER = "tx_port_op"
@@ -60,6 +61,7 @@ def sizes_from_p4info(schema: P4Schema) -> Sizes:
     max_ports = _table_size(schema, PORT_INFO)
     agg_slots = _register_size(schema, "agg_key")
     agg_lane_cells = _register_size(schema, "agg_lanes")
+    ack_slots = _table_size(schema, ACK_MERGE)
     return Sizes(
         max_ports=max_ports,
         comm_slots=comm_slots,
@@ -71,4 +73,6 @@ def sizes_from_p4info(schema: P4Schema) -> Sizes:
         counter_columns=port_counters // max_ports,
         agg_window=agg_slots // comm_slots,
         agg_lanes=agg_lane_cells // agg_slots,
+        ack_slots=ack_slots,
+        ack_window=_register_size(schema, "ack_cells") // ack_slots,
     )

@@ -116,6 +116,13 @@ def agg_classify(
     return (AggVerdict.DISTRIBUTE if parent == 0 else AggVerdict.SEND_UP), mode, DropReason.NONE
 
 
+def ack_sends_up(previous: int, in_bit: int, child_mask: int) -> bool:
+    """common/ackmerge.p4 ack_sends_up: the ACK completes the cell, or is the leader child's
+    (lowest child port's) repeat at a complete cell."""
+    leader = child_mask & -child_mask
+    return previous | in_bit == child_mask and (previous != child_mask or in_bit == leader)
+
+
 @dataclass(slots=True)
 class Parsed:
     """What CollParser extracted, and what it left as payload."""
@@ -235,6 +242,7 @@ class SwitchModel:
         self.agg_key = [(0, 0)] * s.agg_slots  # (tag, owner)
         self.agg_arrived = [0] * s.agg_slots
         self.agg_lanes = [0] * (s.agg_slots * s.agg_lanes)
+        self.ack_cells = [(0, 0)] * (s.ack_slots * s.ack_window)  # (tag, child bitmap)
 
     # -- register writes the control plane makes by mini packet, applied directly ----------
 
@@ -335,6 +343,9 @@ class SwitchModel:
             d.drop_reason = self._agg_header_reason(coll)
             if d.drop_reason == DropReason.NONE:
                 self._reduce(parsed, in_port, d)
+        elif klass == "ack_merge":
+            assert coll is not None
+            self._ack_merge(parsed, in_port, d)
         elif klass == "local":
             self._local(parsed, d)
         if d.out_kind == OUT_MCAST and d.filter_children:
@@ -390,6 +401,8 @@ class SwitchModel:
                     reject(DropReason.MALFORMED)
                 else:
                     return "agg"
+            elif coll.op == Op.ACK and coll.flags & wire.Flag.MERGE:
+                return "ack_merge"
             elif coll.op == Op.PING and addressed_to_me:
                 return "local"
             else:
@@ -533,6 +546,40 @@ class SwitchModel:
             parsed.coll = coll.with_(src_node=me)
             d.out_kind = OUT_UNICAST
             d.out_port = parent
+
+    def _ack_merge(self, parsed: Parsed, in_port: int, d: Decision) -> None:
+        """common/ackmerge.p4 AckMergeLookup, AckState (v1model merge_ack) and AckMergeDecide."""
+        coll = parsed.coll
+        assert coll is not None
+        entry = self.state.ack_merges.get(TreeKey(coll.comm_id, coll.root_node, coll.tree))
+        if (
+            entry is None
+            or not 0 <= entry.slot < self.sizes.ack_slots
+            or entry.parent_port == 0
+            or entry.child_mask == 0
+        ):
+            d.drop_reason = DropReason.ACK_UNCONFIGURED
+            return
+        in_bit = self.port_bit(in_port)
+        if not entry.child_mask & in_bit:
+            d.drop_reason = DropReason.ACK_NOT_CHILD
+            return
+        checkpoint = coll.seg_idx
+        if not (1 <= checkpoint <= MASK16 and 1 <= coll.seq <= coll.seg_count):
+            d.drop_reason = DropReason.ACK_RANGE
+            return
+        window = self.sizes.ack_window
+        index = entry.slot * window + (checkpoint & (window - 1))
+        tag = (coll.epoch << 16) | ((entry.generation & 0xFF) << 8) | (checkpoint & 0xFF)
+        cell_tag, stored = self.ack_cells[index]
+        previous = stored if cell_tag == tag else 0
+        self.ack_cells[index] = (tag, previous | in_bit)
+        if not ack_sends_up(previous, in_bit, entry.child_mask):
+            d.drop_reason = DropReason.ABSORBED
+            return
+        parsed.coll = coll.with_(src_node=self.state.node_id)
+        d.out_kind = OUT_UNICAST
+        d.out_port = entry.parent_port
 
     def _agg_header_reason(self, coll: wire.Header) -> DropReason:
         """common/reduce.p4 agg_header_reason."""

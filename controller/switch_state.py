@@ -39,6 +39,8 @@ class Sizes:
     counter_columns: int = 16
     agg_window: int = wire.AGG_WINDOW  # aggregation slots per communicator
     agg_lanes: int = wire.AGG_LANES  # 32-bit lanes per REDUCE/RESULT packet
+    ack_slots: int = 4096  # ACK-merge slots (and ack_merge entries)
+    ack_window: int = 8  # checkpoint cells per ACK-merge slot
 
     @property
     def agg_slots(self) -> int:
@@ -115,6 +117,19 @@ class BarrierSlot:
 
 
 @dataclass(frozen=True, slots=True)
+class AckMerge:
+    """Where this switch merges the switch-merged ACKs of one tree (p4src/common/ackmerge.p4):
+    its cells' slot, the port towards the root, the ports ACKs come from, and a configuration
+    generation (8 bits) that changes whenever this slot gets other content, so cells left by the
+    old content never count for the new."""
+
+    slot: int
+    parent_port: int
+    child_mask: int
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
 class Replication:
     mode: ReplicationMode
     group: int  # subset mode: group id of bitmap 0 (so group = base + bitmap); else the group
@@ -133,6 +148,7 @@ class SwitchState:
     replication: Replication | None = None
     tree_slots: dict[int, TreeSlot] = field(default_factory=dict)
     barrier_slots: dict[int, BarrierSlot] = field(default_factory=dict)  # comm id -> slot
+    ack_merges: dict[TreeKey, AckMerge] = field(default_factory=dict)  # table ack_merge
 
     def check_capacity(self, sizes: Sizes) -> None:
         """Raise :class:`CapacityError` saying what overflows, before anything is pushed."""
@@ -140,6 +156,7 @@ class SwitchState:
         limits = (
             ("unicast routes", len(self.routes), sizes.node_routes),
             ("broadcast tree bindings", len(self.trees), sizes.bcast_trees),
+            ("ACK-merge entries", len(self.ack_merges), sizes.ack_slots),
             ("port entries", len(self.ports), sizes.max_ports),
         )
         for what, used, limit in limits:
@@ -158,6 +175,9 @@ class SwitchState:
                 raise CapacityError(
                     f"{where}: tree slot {binding.slot} >= {sizes.tree_slots} slots"
                 )
+        for merge in self.ack_merges.values():
+            if not 0 <= merge.slot < sizes.ack_slots:
+                raise CapacityError(f"{where}: ACK-merge slot {merge.slot} >= {sizes.ack_slots}")
         for comm in self.barrier_slots:
             if not 0 <= comm < sizes.comm_slots:
                 raise CapacityError(

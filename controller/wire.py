@@ -102,6 +102,9 @@ class Flag:
     REPLY_NOW = 0x04  # sender asks for an immediate (non-delayed) ACK
     NO_ACK = 0x08  # multicast confirmed by other means (a barrier): receivers only NACK
     REPAIR = 0x10  # a multicast segment resent by unicast to the receiver that missed it
+    # an ACK the switches merge up the multicast's tree (p4src/common/ackmerge.p4): seq is a
+    # checkpoint cum, seg_idx its ordinal ceil(cum / ack_every)
+    MERGE = 0x20
 
 
 class AggOp(enum.IntEnum):
@@ -226,6 +229,9 @@ class DropReason(enum.IntEnum):
     AGG_CHUNK_RANGE = 25  # REDUCE/RESULT with seg_idx >= 2**16
     AGG_STALE = 26  # REDUCE/RESULT for a chunk older than its slot's (every host has its result)
     AGG_DUPLICATE = 27  # REDUCE from a child already counted, nothing to answer yet
+    ACK_UNCONFIGURED = 28  # merged ACK for a (comm, root, tree) with no ACK-merge entry here
+    ACK_NOT_CHILD = 29  # merged ACK from a port outside the entry's child mask
+    ACK_RANGE = 30  # merged ACK whose checkpoint (seg_idx) or cum (seq) is out of range
 
 
 DROP_REASON_COUNT = 32

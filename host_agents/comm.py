@@ -41,6 +41,9 @@ class CommService(Protocol):
     async def ensure_trees(self, comm_id: int, root: int) -> float: ...
 
 
+ACK_MERGE_MODES = ("coroots", "switch")
+
+
 @dataclass(slots=True)
 class CommOptions:
     progress_timeout: float = 15.0  # a message that stops arriving for this long is an error
@@ -50,6 +53,9 @@ class CommOptions:
     first_data_timeout: float = 120.0
     op_timeout: float = 600.0  # no collective runs longer than this
     check_interval: float = 0.5
+    # who merges the receivers' ACKs of an in-network broadcast: "coroots" (one host per
+    # dragonfly group) or "switch" (the switches along the tree: the root gets one stream)
+    ack_merge: str = "coroots"
 
 
 class Comm:
@@ -73,11 +79,15 @@ class Comm:
         self.innet = innet  # switch state for in-network collectives is installed
         self.service = service
         self.options = options or CommOptions()
+        if self.options.ack_merge not in ACK_MERGE_MODES:
+            raise ValueError(
+                f"ack_merge {self.options.ack_merge!r}: expected one of {ACK_MERGE_MODES}"
+            )
         self._epoch = 0
         self._barrier_epoch = 0
         self._freed = False
         self.last_choice: str = ""
-        engine.register_comm(comm_id, members)
+        engine.register_comm(comm_id, members, switch_acks=self.options.ack_merge == "switch")
 
     # -- ranks and nodes ----------------------------------------------------------------
 

@@ -29,6 +29,7 @@ class Directory:
     places: dict[int, Place]
     topology: Topology | None = None
     comms: dict[int, tuple[int, ...]] = field(default_factory=dict)  # comm id -> member nodes
+    switch_acks: set[int] = field(default_factory=set)  # comms whose multicast ACKs switches merge
 
     @classmethod
     def from_topology(cls, topo: Topology) -> Directory:

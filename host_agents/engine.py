@@ -129,10 +129,16 @@ class Engine:
 
     # -- communicators ----------------------------------------------------------------------
 
-    def register_comm(self, comm: int, members: tuple[int, ...]) -> None:
+    def register_comm(
+        self, comm: int, members: tuple[int, ...], *, switch_acks: bool = False
+    ) -> None:
+        """``switch_acks``: the switches merge this communicator's multicast ACKs."""
         if comm in self._closing:  # the id was freed and handed out again: a new communicator
             self._purge_comm(comm)
         self.directory.comms[comm] = members
+        if switch_acks != (comm in self.directory.switch_acks):
+            self.directory.switch_acks ^= {comm}
+            self._forget_plans(comm)
         self._barrier.register(comm)
         self._newest_epoch.setdefault(comm, 0)
 
@@ -167,6 +173,10 @@ class Engine:
         self._publisher.purge(comm)
         self._roots.purge(comm)
         self._unicast.purge(comm)
+        self.directory.switch_acks.discard(comm)
+        self._forget_plans(comm)
+
+    def _forget_plans(self, comm: int) -> None:
         forget = getattr(self.plan, "forget", None)
         if forget is not None:
             forget(comm)
@@ -360,9 +370,14 @@ class Engine:
         self._mcast_rx.on_data(hdr, payload)
 
     def _on_mcast_ack(self, hdr: wire.Header) -> None:
+        if hdr.root_node == self.node:
+            self.stats.mcast_acks_at_root += 1
         if hdr.root_node == self.node and not self._roots.is_rooting(McastKey.of(hdr)):
             return  # a late ACK for a multicast this node finished rooting
-        refusal = self.entitled.feedback(hdr)
+        if hdr.flags & Flag.MERGE:
+            refusal = self.entitled.merged_ack(hdr)
+        else:
+            refusal = self.entitled.feedback(hdr)
         if refusal is not None:
             self.drop(refusal, hdr)
             return

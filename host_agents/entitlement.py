@@ -16,6 +16,7 @@ repair (unicast)       the multicast's root, or (acknowledged multicasts) the co
 multicast ACK / NACK   a node whose plan reports to this node: a co-root or direct receiver
                        at the root, a group member at a co-root, any receiver at the root of
                        a published (unacknowledged) multicast
+switch-merged ACK      the root's own switch, for a plan with switch-merged ACKs, to the root
 unicast ACK            the peer the message is being sent to (the sender's lookup by
                        (peer, comm, epoch, tag) in transport/unicast.py already enforces it)
 RELEASE, RESULT        this host's own switch
@@ -41,7 +42,8 @@ class Refusal(enum.StrEnum):
     NOT_ROOT = "multicast data not sent by its root"
     NOT_RECEIVER = "this node is not a receiver of that tree"
     NOT_REPORTER = "ACK or NACK from a node that does not report to this node"
-    NOT_MY_SWITCH = "RELEASE or RESULT not sent by this host's switch"
+    NOT_MY_SWITCH = "RELEASE, RESULT or merged ACK not sent by this host's switch"
+    NOT_MERGED = "merged ACK for a multicast this node roots without switch-merged ACKs"
 
 
 class Entitlement:
@@ -106,6 +108,21 @@ class Entitlement:
             return Refusal.UNKNOWN_COMM
         reporters = self.reporters(hdr.comm_id, hdr.root_node, hdr.tree, published=published)
         return None if hdr.src_node in reporters else Refusal.NOT_REPORTER
+
+    def merged_ack(self, hdr: wire.Header) -> Refusal | None:
+        """A switch-merged ACK (Flag.MERGE): to the root of a plan that asks for them, from
+        the root's own switch (the switches take every host's MERGE ACK into the tree, so only
+        a switch ever delivers one)."""
+        if self._members(hdr.comm_id) is None:
+            return Refusal.UNKNOWN_COMM
+        if hdr.root_node != self.node:
+            return Refusal.NOT_REPORTER
+        refusal = self.from_my_switch(hdr)
+        if refusal is not None:
+            return refusal
+        if self.plan is None or not self.plan(hdr.comm_id, hdr.root_node, hdr.tree).merged_by:
+            return Refusal.NOT_MERGED
+        return None
 
     def from_my_switch(self, hdr: wire.Header) -> Refusal | None:
         """A frame only a switch makes (RELEASE, RESULT): from the host's own switch."""

@@ -7,6 +7,9 @@ call the collective.
 * ``innet``: the root aggregates its own dragonfly group; in every other group the member with
   the lowest node id is the co-root, merging its group's ACKs into one for the root. The root
   waits for at most one ACK stream per group (9 on Df(2,4,2) instead of 71).
+* ``innet`` with switch-merged ACKs (a communicator created with ``ack_merge="switch"``): the
+  receivers ACK checkpoints up the tree, the switches merge them (``p4src/common/ackmerge.p4``)
+  and the root waits for ONE stream, from its own switch. NACKs still go to the co-roots.
 * ``ragasa`` spread: the relays ACK the root directly; ``ragasa`` group: the group's members
   ACK their relay directly (a group is at most a*p hosts).
 """
@@ -26,14 +29,22 @@ class McastPlan:
     """Who ACKs a multicast to whom.
 
     ``ack_target[n]`` is where receiver n sends ACKs and NACKs; ``aggregates[c]`` lists the
-    members co-root c merges (c itself included); ``root_sources`` are the nodes whose merged
-    ACKs the root waits for.
+    members co-root c merges (c itself included); ``root_sources`` are the nodes that report
+    to the root (co-roots or direct receivers); ``ack_sources`` those whose ACK streams it
+    waits for: the same, or with switch-merged ACKs only its switch (``merged_by``).
     """
 
     receivers: tuple[int, ...]
     ack_target: dict[int, int]
     aggregates: dict[int, tuple[int, ...]]
     root_sources: tuple[int, ...]
+    # switch-merged ACKs: the node id of the root's switch, whose merged stream is the root's
+    # only ACK source; receivers send checkpoint ACKs into the tree. 0: ACKs go to ack_target
+    merged_by: int = 0
+
+    @property
+    def ack_sources(self) -> tuple[int, ...]:
+        return (self.merged_by,) if self.merged_by else self.root_sources
 
 
 PlanFunc = Callable[[int, int, int], McastPlan]  # (comm, root, tree) -> plan
@@ -63,7 +74,8 @@ class PlanBook:
         if members is None or root not in members:
             return McastPlan((), {}, {}, ())
         if tree == wire.Tree.INNET:
-            return innet_plan(self.directory, members, root)
+            merged = comm in self.directory.switch_acks
+            return innet_plan(self.directory, members, root, merged=merged)
         if tree == wire.Tree.RAGASA_SPREAD:
             relays = ragasa_relays(self.directory, members, root)
             return direct_plan(root, relays)
@@ -85,7 +97,9 @@ def direct_plan(root: int, receivers: tuple[int, ...]) -> McastPlan:
     )
 
 
-def innet_plan(directory: Directory, members: tuple[int, ...], root: int) -> McastPlan:
+def innet_plan(
+    directory: Directory, members: tuple[int, ...], root: int, *, merged: bool = False
+) -> McastPlan:
     by_group = members_by_group(members, directory.group_of)
     root_group = directory.group_of(root)
     ack_target: dict[int, int] = {}
@@ -104,6 +118,9 @@ def innet_plan(directory: Directory, members: tuple[int, ...], root: int) -> Mca
         ack_target.update(dict.fromkeys(group_members, coroot))
         sources.append(coroot)
     receivers = tuple(m for m in members if m != root)
+    if merged and receivers:
+        switch = wire.switch_node_id(directory.switch_of(root))
+        return McastPlan(receivers, ack_target, aggregates, tuple(sources), merged_by=switch)
     return McastPlan(receivers, ack_target, aggregates, tuple(sources))
 
 

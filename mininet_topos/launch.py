@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from host_agents.collectives import COLLECTIVES
+from host_agents.comm import ACK_MERGE_MODES
 from host_agents.report import format_table, save
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.bmv2 import describe
@@ -53,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sync", action="store_true", help="no barrier between iterations")
     parser.add_argument("--split", choices=("group", "switch"), help="run on MPI_Comm_split parts")
     parser.add_argument("--seed", type=int, default=None, help="seed for data, subsets and roots")
+    parser.add_argument(
+        "--ack-merge",
+        choices=ACK_MERGE_MODES,
+        default="coroots",
+        help="who merges the ACKs of in-network broadcasts: host co-roots or the switches",
+    )
     parser.add_argument("--out", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
@@ -83,13 +90,22 @@ def launch(net: NetcollNetwork, args: argparse.Namespace, seed: int) -> int:
         f"*** communicator {comm_id} of {len(members)} hosts installed in "
         f"{install * 1e3:.1f} ms; root rank {root}"
     )
-    result = net.launcher().launch(Workload(comm_id, members, tests, seed=seed, split=args.split))
+    workload = Workload(
+        comm_id, members, tests, seed=seed, split=args.split, options={"ack_merge": args.ack_merge}
+    )
+    result = net.launcher().launch(workload)
     print(format_table(result.rows))
+    print(
+        f"*** ACK merging: {args.ack_merge}; multicast ACK frames reaching the roots: "
+        f"{result.stats_total('mcast_acks_at_root')}"
+    )
     meta = {
         "seed": seed,
         "topology": args.topo,
         "mtu": args.mtu,
         "bmv2": describe(default_bmv2()),
+        "ack_merge": args.ack_merge,
+        "mcast_acks_at_root": result.stats_total("mcast_acks_at_root"),
     }
     json_path, _ = save(result.rows, args.out, f"launch-{args.collective}-{seed}", meta)
     print(f"*** results in {json_path}")

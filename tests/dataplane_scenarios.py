@@ -15,6 +15,7 @@ from typing import Protocol
 from controller import wire
 from controller.desired_state import replication_for
 from controller.switch_state import (
+    AckMerge,
     PortRole,
     SlotTree,
     StaticTree,
@@ -36,6 +37,8 @@ CHILD_NODE = wire.switch_node_id(2)
 COMM = 3
 OTHER_COMM = 4
 STATIC_GROUP = 10
+REMOTE_ROOT = 9  # a host behind the parent switch: its trees enter by PARENT_PORT
+ACK_BAD_SLOT = 5000  # beyond the program's ACK-merge slots
 
 
 def host_mac(port: int) -> bytes:
@@ -76,12 +79,23 @@ def base_state(sut: SwitchUnderTest) -> SwitchState:
 
 def with_trees(state: SwitchState) -> SwitchState:
     """Tree of (COMM, root 1): parent = host port 1, children = hosts 2, 3 and the child
-    switch. Tree of (COMM, root 2) bound to membership slot 5 (written by MP)."""
+    switch. Tree of (COMM, root 2) bound to membership slot 5 (written by MP). ACKs merged
+    (common/ackmerge.p4) for (COMM, root 1) here as the root's switch, for (COMM, REMOTE_ROOT)
+    as an inner switch (up PARENT_PORT, from hosts 2, 3 and the child switch), and an entry of
+    OTHER_COMM naming a slot the program does not have."""
     state.trees[TreeKey(COMM, 1, wire.Tree.INNET)] = StaticTree(1, STATIC_GROUP)
     state.groups[STATIC_GROUP] = (2, 3, CHILD_PORT)
     state.trees[TreeKey(COMM, 2, wire.Tree.INNET)] = SlotTree(5)
     state.trees[TreeKey(OTHER_COMM, 4, wire.Tree.INNET)] = StaticTree(4, STATIC_GROUP + 1)
     state.groups[STATIC_GROUP + 1] = (1,)
+    children = ports_bitmap((2, 3, CHILD_PORT))
+    state.ack_merges[TreeKey(COMM, 1, wire.Tree.INNET)] = AckMerge(7, 1, children, 1)
+    state.ack_merges[TreeKey(COMM, REMOTE_ROOT, wire.Tree.INNET)] = AckMerge(
+        8, PARENT_PORT, children, 1
+    )
+    state.ack_merges[TreeKey(OTHER_COMM, 4, wire.Tree.INNET)] = AckMerge(
+        ACK_BAD_SLOT, 4, ports_bitmap((1,)), 1
+    )
     return state
 
 

@@ -80,6 +80,20 @@ def table_entries(state: SwitchState) -> list[P4TableEntry]:
                 action=action,
             )
         )
+    for key, merge in sorted(state.ack_merges.items()):
+        entries.append(
+            P4TableEntry(
+                names.ACK_MERGE,
+                match=P4TableMatch(comm_id=key.comm_id, root_node=key.root_node, tree=key.tree),
+                action=P4TableAction(
+                    "merge_acks",
+                    slot=merge.slot,
+                    parent_port=merge.parent_port,
+                    child_mask=merge.child_mask,
+                    generation=merge.generation,
+                ),
+            )
+        )
     return entries
 
 
@@ -259,7 +273,7 @@ class P4RuntimeSwitch:
             }
             want_entries = {_entry_key(e, schema): e for e in table_entries(state)}
             have_entries: dict[bytes, P4TableEntry] = {}
-            for table in (names.PORT_INFO, names.NODE_ROUTE, names.BCAST_TREE):
+            for table in (names.PORT_INFO, names.NODE_ROUTE, names.BCAST_TREE, names.ACK_MERGE):
                 async for entry in self._read(P4TableEntry(table)):
                     have_entries[_entry_key(entry, schema)] = entry
 
@@ -331,7 +345,7 @@ class P4RuntimeSwitch:
         """Every table entry (as text) and multicast group, for before/after comparisons."""
         out: dict[str, Any] = {}
         schema = self.switch.p4info
-        for table in (names.PORT_INFO, names.NODE_ROUTE, names.BCAST_TREE):
+        for table in (names.PORT_INFO, names.NODE_ROUTE, names.BCAST_TREE, names.ACK_MERGE):
             out[table] = sorted(
                 [str(e.encode(schema)) async for e in self._read(P4TableEntry(table))]
             )
@@ -345,7 +359,7 @@ class P4RuntimeSwitch:
 
     async def read_tables(self) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for table in (names.PORT_INFO, names.NODE_ROUTE, names.BCAST_TREE):
+        for table in (names.PORT_INFO, names.NODE_ROUTE, names.BCAST_TREE, names.ACK_MERGE):
             counts[table] = len([e async for e in self._read(P4TableEntry(table))])
         counts["multicast_groups"] = len([g async for g in self._read(P4MulticastGroupEntry())])
         return counts

@@ -14,7 +14,8 @@ What maps to what (docs/porting-to-tofino.md has the full table):
 * logical port p -> ``$PORT`` (speed, FEC, enable), the parser's ``$PORT_METADATA`` {p, flags,
   steer port, one-hot bit}, ``$pre.prune`` p {dev port of p} (the packet's level-2 exclusion id
   is its logical ingress port), ``dev_port_map`` p and ``egress_port_map`` dev(p);
-* tables (port roles, routes, tree bindings, identity, replication) -> the same tables;
+* tables (port roles, routes, tree bindings, ACK-merge entries, identity, replication) -> the
+  same tables (the ACK-merge cells start zeroed and are the data plane's own);
 * barrier and tree slots -> register cells, written in every pipe with one symmetric write
   (only the state pipe's copies are ever used: the data plane steers every packet that touches
   them there) and read back from the state pipe.
@@ -75,6 +76,7 @@ PORT_INFO = f"{NETCOLL}.classify.port_info"
 SWITCH_IDENTITY = f"{NETCOLL}.classify.switch_identity"
 NODE_ROUTE = f"{NETCOLL}.route.node_route"
 BCAST_TREE = f"{NETCOLL}.broadcast_lookup.bcast_tree"
+ACK_MERGE = f"{NETCOLL}.ack_merge_lookup.ack_merge"
 MP_REPLICATION = f"{NETCOLL}.child_replication.mp_replication"
 DEV_PORT_MAP = f"{INGRESS}.dev_port_map"
 EGRESS_PORT_MAP = f"{EGRESS}.egress_port_map"
@@ -203,6 +205,8 @@ def check_mappable(state: SwitchState, plan: PortPlan, sizes: Sizes) -> None:
     for binding in state.trees.values():
         if isinstance(binding, StaticTree) and binding.parent_port:
             used.add(binding.parent_port)
+    for merge in state.ack_merges.values():
+        used.add(merge.parent_port)
     for logical in sorted(used):
         plan.dev(logical)
     for group in state.groups:
@@ -329,6 +333,20 @@ def table_entries(state: SwitchState, plan: PortPlan) -> list[BfrtEntry]:
                     data={"slot": binding.slot},
                 )
             )
+    for key, merge in sorted(state.ack_merges.items()):
+        entries.append(
+            BfrtEntry(
+                table(ACK_MERGE),
+                key={"comm_id": key.comm_id, "root_node": key.root_node, "tree": key.tree},
+                action=action(ACK_MERGE, "merge_acks"),
+                data={
+                    "slot": merge.slot,
+                    "parent_port": merge.parent_port,
+                    "child_mask": merge.child_mask,
+                    "generation": merge.generation,
+                },
+            )
+        )
     for logical, dev in sorted(plan.dev_ports.items()):
         entries.append(
             BfrtEntry(

@@ -84,6 +84,7 @@ class EngineStats:
     retransmissions: int = 0
     mcast_retransmissions: int = 0
     acks_sent: int = 0
+    mcast_acks_at_root: int = 0  # multicast ACK frames reaching this node as a multicast root
     nacks_sent: int = 0
     nacks_received: int = 0
     nacks_forwarded: int = 0

@@ -87,6 +87,7 @@ class Incoming(Source):
         self.contiguous = 0  # segments [0, contiguous) are here
         self.done: asyncio.Future[bytearray] = loop.create_future()
         self.unacked = 0
+        self.checkpoint = 0  # switch-merged ACKs: the last checkpoint sent (merged_acks.py)
         self.ack_timer: asyncio.TimerHandle | None = None
         self.nack_timer: asyncio.TimerHandle | None = None
         self.last_nack = -1e9

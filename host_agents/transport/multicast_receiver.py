@@ -5,6 +5,8 @@ target (its group's co-root, or the root: :mod:`host_agents.plans`), and reports
 NACK after a random delay, cancelled if the repair another receiver asked for arrives first.
 A missing tail (no later segment shows the gap) is reported after ``tail_delay`` of silence,
 so a lost last segment costs a round trip to the ACK target, not a timeout at the root.
+With switch-merged ACKs the ACKs are checkpoints into the tree instead
+(:mod:`host_agents.transport.merged_acks`); NACKs go the same way.
 For a published one (NO_ACK) it only collects segments; the caller asks for repairs
 (:mod:`host_agents.transport.publish`).
 """
@@ -20,6 +22,7 @@ from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.feedback import MAX_NACK_RANGES, NO_SACK, pack_ranges
 from host_agents.transport.inbox import Inbox
 from host_agents.transport.keys import McastKey
+from host_agents.transport.merged_acks import SwitchAcks
 from host_agents.transport.messages import Incoming
 from host_agents.transport.publish import RepairRequests
 
@@ -44,6 +47,7 @@ class MulticastReceiver:
         self.repairs = repairs
         self._ack_self = ack_self
         self._nack_self = nack_self
+        self.switch_acks = SwitchAcks(endpoint)
 
     def incoming(self, key: McastKey, size: int) -> Incoming:
         return self.inbox.expect(key, size, key.root, "broadcast")
@@ -54,6 +58,11 @@ class MulticastReceiver:
             return None
         return endpoint.plan(comm, root, tree).ack_target.get(endpoint.node)
 
+    def _merged(self, hdr: wire.Header) -> bool:
+        """Do the switches merge this multicast's ACKs?"""
+        plan = self.endpoint.plan
+        return plan is not None and bool(plan(hdr.comm_id, hdr.root_node, hdr.tree).merged_by)
+
     def on_data(self, hdr: wire.Header, payload: memoryview) -> None:
         """A multicast segment (or its unicast repair) from an entitled root."""
         key = McastKey.of(hdr)
@@ -62,10 +71,13 @@ class MulticastReceiver:
         if target is None:
             self.endpoint.drop(Refusal.NOT_RECEIVER, hdr)
             return
+        merged = not no_ack and self._merged(hdr)
         completed = self.inbox.completed.get(key)
         if completed is not None:
             self.endpoint.stats.duplicates += 1
-            if not no_ack:
+            if merged:
+                self.switch_acks.repeat(hdr, completed, hdr.seg_count)
+            elif not no_ack:
                 self._report(hdr, target, completed, final=True)
             return
         admitted = self.inbox.admit(key, hdr, payload)
@@ -77,7 +89,9 @@ class MulticastReceiver:
         msg.unacked += 1
         if msg.done.done():
             msg.cancel_timers()
-            if not no_ack:
+            if merged:
+                self.switch_acks.progress(msg, hdr)
+            elif not no_ack:
                 self._report(hdr, target, msg.seg_count, final=True)
             if msg.consumed:
                 self.inbox.retire(msg)
@@ -91,6 +105,12 @@ class MulticastReceiver:
             else:
                 delay = self.cfg.tail_delay  # in order so far: ask for the rest if it stalls
             msg.nack_timer = self.loop.call_later(delay, self._nack, msg, hdr, target)
+        if merged:
+            if new:
+                self.switch_acks.progress(msg, hdr)
+            else:
+                self.switch_acks.repeat(hdr, msg.contiguous, msg.seg_count)
+            return
         if not new or msg.unacked >= self.cfg.ack_every:
             self._ack_now(msg, hdr, target)
         elif msg.ack_timer is None:

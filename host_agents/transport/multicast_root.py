@@ -43,7 +43,7 @@ class McastRoot:
         self.key = key
         self.source = source
         self.seg_count = segment_count(source.size, cfg.segment_size)
-        self.cum = dict.fromkeys(plan.root_sources, 0)  # ACK source -> segments it has
+        self.cum = dict.fromkeys(plan.ack_sources, 0)  # ACK source -> segments it has
         # the root merges the ACKs of its own dragonfly group
         members = plan.aggregates.get(endpoint.node)
         self.group = Aggregator(members, endpoint.node) if members is not None else None

@@ -33,8 +33,18 @@
 #define NETCOLL_AGG_LANES 32 /* 32-bit lanes per REDUCE/RESULT packet: 8, 16, 32 or 64 */
 #endif
 
+#ifndef NETCOLL_ACK_SLOTS
+#define NETCOLL_ACK_SLOTS 4096 /* ACK-merge slots: one per (communicator, root, tree) merged here */
+#endif
+#ifndef NETCOLL_ACK_WINDOW
+#define NETCOLL_ACK_WINDOW 8 /* open ACK checkpoints per ACK-merge slot; a power of two */
+#endif
+
 #if (NETCOLL_BARRIER_WINDOW & (NETCOLL_BARRIER_WINDOW - 1)) != 0
 #error "NETCOLL_BARRIER_WINDOW must be a power of two"
+#endif
+#if (NETCOLL_ACK_WINDOW & (NETCOLL_ACK_WINDOW - 1)) != 0 || NETCOLL_ACK_WINDOW > 256
+#error "NETCOLL_ACK_WINDOW must be a power of two, at most 256 (the tag keeps 8 checkpoint bits)"
 #endif
 #if NETCOLL_MAX_PORTS > 32
 #error "child bitmaps are 32 bits: NETCOLL_MAX_PORTS must be at most 32"
@@ -53,6 +63,7 @@
 #define NETCOLL_DROP_REASONS 32
 #define NETCOLL_AGG_SLOTS (NETCOLL_COMM_SLOTS * NETCOLL_AGG_WINDOW)
 #define NETCOLL_AGG_LANE_CELLS (NETCOLL_AGG_SLOTS * NETCOLL_AGG_LANES)
+#define NETCOLL_ACK_CELLS (NETCOLL_ACK_SLOTS * NETCOLL_ACK_WINDOW)
 
 const bit<16> ETHERTYPE_COLL = 0x88B5; /* IEEE Local Experimental EtherType 1 */
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
@@ -79,6 +90,9 @@ const bit<8> OP_CTRL = 11;
 const bit<8> OP_REDUCE = 12;
 const bit<8> OP_RESULT = 13;
 const bit<8> OP_MAX = 13;
+
+/* Header flags (controller/wire.py: Flag) the switch looks at */
+const bit<8> FLAG_MERGE = 0x20; /* an ACK the switches merge up the tree (common/ackmerge.p4) */
 
 /* Reduction operations, carried in coll_h.tree of REDUCE/RESULT (controller/wire.py: AggOp) */
 const bit<8> AGG_SUM = 1; /* wrapping 32-bit sum */
@@ -140,6 +154,9 @@ const bit<8> DROP_AGG_BAD_OP = 24;
 const bit<8> DROP_AGG_CHUNK_RANGE = 25;
 const bit<8> DROP_AGG_STALE = 26;
 const bit<8> DROP_AGG_DUPLICATE = 27;
+const bit<8> DROP_ACK_UNCONFIGURED = 28;
+const bit<8> DROP_ACK_NOT_CHILD = 29;
+const bit<8> DROP_ACK_RANGE = 30;
 
 /* What the shared ingress logic asks the architecture to do with the packet */
 const bit<8> OUT_DROP = 0;
@@ -154,6 +171,7 @@ const bit<8> CLASS_MCAST = 2;
 const bit<8> CLASS_BARRIER = 3;
 const bit<8> CLASS_LOCAL = 4; /* mini packet or ping addressed to this switch */
 const bit<8> CLASS_AGG = 5; /* REDUCE or RESULT */
+const bit<8> CLASS_ACK_MERGE = 6; /* ACK with FLAG_MERGE */
 
 /* Where a broadcast tree's replication comes from */
 const bit<8> TREE_SOURCE_NONE = 0;
@@ -184,6 +202,8 @@ const bit<8> STATE_BARRIER_MP_READ = 6;
 const bit<8> STATE_NEXT_PASS = 7;
 /* REDUCE or RESULT: BarrierState reads the communicator's tree, then AggState its slot */
 const bit<8> STATE_AGG_EVENT = 8;
+/* ACK with FLAG_MERGE: AckState merges it into its ACK-merge cell */
+const bit<8> STATE_ACK_EVENT = 9;
 
 /* How an aggregation slot's stored key relates to a packet's (common/reduce.p4) */
 const bit<8> AGG_KEY_SAME = 1; /* same chunk of the same instance, same configuration */

@@ -108,6 +108,8 @@ control Classify(inout headers_t hdr, inout coll_meta_t meta) {
                 } else {
                     meta.class = CLASS_AGG;
                 }
+            } else if (hdr.coll.op == OP_ACK && (hdr.coll.flags & FLAG_MERGE) != 0) {
+                meta.class = CLASS_ACK_MERGE; /* never routed: merged up the tree */
             } else if (hdr.coll.op == OP_PING && addressed_to_me) {
                 meta.class = CLASS_LOCAL;
             } else {

@@ -129,6 +129,14 @@ struct coll_meta_t {
     bit<8> agg_verdict;
     bit<8> agg_lane_mode;
 
+    /* switch-merged ACKs (common/ackmerge.p4): the slot's entry, and the cell after the ACK */
+    bit<1> ack_found;
+    bit<16> ack_slot;
+    port_num_t ack_parent;
+    port_bitmap_t ack_child_mask;
+    bit<8> ack_generation;
+    port_bitmap_t ack_previous; /* the cell's child bitmap before this ACK */
+
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;
     bit<8> mp_status;

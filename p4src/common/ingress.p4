@@ -1,8 +1,9 @@
 /* netcoll: the ingress logic every architecture runs, in order.
  *
  * The architecture shim fills the first fields of coll_meta_t, defines the state controls
- * TreeState and BarrierState (which applies AggState for a reduction; the only code that
- * touches registers) before including this file, applies NetcollIngress, and then carries out meta.out_kind and counts. A state control
+ * TreeState, BarrierState (which applies AggState for a reduction) and AckState (the only
+ * code that touches registers) before including this file, applies NetcollIngress, and then
+ * carries out meta.out_kind and counts. A state control
  * that cannot finish the packet in this pass sets meta.state_op = STATE_NEXT_PASS: no decision
  * is taken (headers stay as parsed) and the shim carries the packet to the pass that can.
  */
@@ -16,6 +17,7 @@
 #include "barrier.p4"
 #include "membership.p4"
 #include "reduce.p4"
+#include "ackmerge.p4"
 
 control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
     Classify() classify;
@@ -27,6 +29,9 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
     LocalReply() local_reply;
     BarrierDecide() barrier_decide;
     ReduceDecide() reduce_decide;
+    AckMergeLookup() ack_merge_lookup;
+    AckMergeDecide() ack_merge_decide;
+    AckState() ack_state;
     TreeState() tree_state;
     BarrierState() barrier_state;
 
@@ -49,6 +54,11 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
             if (meta.drop_reason == DROP_NONE) {
                 meta.state_op = STATE_AGG_EVENT;
             }
+        } else if (meta.class == CLASS_ACK_MERGE) {
+            ack_merge_lookup.apply(hdr, meta);
+            if (meta.drop_reason == DROP_NONE) {
+                meta.state_op = STATE_ACK_EVENT;
+            }
         } else if (meta.class == CLASS_LOCAL && hdr.coll.op == OP_MP) {
             membership_check.apply(hdr, meta);
         }
@@ -58,6 +68,8 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
         if (meta.state_op == STATE_TREE_READ || meta.state_op == STATE_TREE_MP_WRITE
                 || meta.state_op == STATE_TREE_MP_READ) {
             tree_state.apply(hdr, meta);
+        } else if (meta.state_op == STATE_ACK_EVENT) {
+            ack_state.apply(hdr, meta);
         } else if (meta.state_op != STATE_NONE) {
             barrier_state.apply(hdr, meta);
         }
@@ -75,6 +87,8 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
             barrier_decide.apply(hdr, meta);
         } else if (meta.class == CLASS_AGG) {
             reduce_decide.apply(hdr, meta);
+        } else if (meta.class == CLASS_ACK_MERGE) {
+            ack_merge_decide.apply(hdr, meta);
         } else if (meta.class == CLASS_LOCAL) {
             local_reply.apply(hdr, meta);
         }

@@ -24,6 +24,7 @@
 #include "../common/barrier.p4"
 #include "../common/membership.p4"
 #include "../common/reduce.p4"
+#include "../common/ackmerge.p4"
 
 /* The two 32-bit halves of one dual-width barrier cell (barrier_cell_t's [31:0] and [63:32]) */
 struct barrier_cell_halves_t {
@@ -461,6 +462,33 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.arch_commit_generation = meta.bar_generation;
             meta.state_op = STATE_NEXT_PASS;
         }
+    }
+}
+
+/* ACK-merge cells (common/ackmerge.p4): one dual-width register, one access (K1) per packet;
+ * the slot's configuration comes from the ack_merge table, not from registers. */
+control AckState(inout headers_t hdr, inout coll_meta_t meta) {
+    Register<barrier_cell_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cells;
+
+    /* Record the child's ACK under meta.arch_cell_tag; return the bitmap before it. */
+    RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(ack_cells) ack_cell_merge = {
+        void apply(inout barrier_cell_halves_t cell, out port_bitmap_t previous) {
+            previous = barrier_arrivals_for(cell.tag, cell.arrivals, meta.arch_cell_tag);
+            cell.arrivals = barrier_arrivals_merge(cell.tag, cell.arrivals, meta.arch_cell_tag,
+                                                   meta.in_port_bit);
+            cell.tag = meta.arch_cell_tag;
+        }
+    };
+
+    apply {
+        if (meta.arch_state_elsewhere == 1) {
+            meta.state_op = STATE_NEXT_PASS;
+            return;
+        }
+        /* access K1: ack_cells */
+        meta.arch_cell_tag = ack_cell_tag(hdr.coll.epoch, meta.ack_generation, hdr.coll.seg_idx);
+        meta.ack_previous = ack_cell_merge.execute(
+            ack_cell_index(meta.ack_slot, hdr.coll.seg_idx));
     }
 }
 

@@ -13,6 +13,7 @@
 #include "../common/barrier.p4"
 #include "../common/membership.p4"
 #include "../common/reduce.p4"
+#include "../common/ackmerge.p4"
 
 control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
     register<port_num_t>(NETCOLL_TREE_SLOTS) tree_parent;
@@ -229,6 +230,24 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         } else {
             read_config_into_reply();
         }
+    }
+}
+
+/* ACK-merge cells (common/ackmerge.p4): the same packed {tag, bitmap} as a barrier cell. */
+control AckState(inout headers_t hdr, inout coll_meta_t meta) {
+    register<barrier_cell_t>(NETCOLL_ACK_CELLS) ack_cells;
+
+    action merge_ack() {
+        bit<32> cell_index = ack_cell_index(meta.ack_slot, hdr.coll.seg_idx);
+        bit<32> tag = ack_cell_tag(hdr.coll.epoch, meta.ack_generation, hdr.coll.seg_idx);
+        barrier_cell_t cell;
+        ack_cells.read(cell, cell_index);
+        meta.ack_previous = barrier_cell_arrivals(cell, tag);
+        ack_cells.write(cell_index, barrier_cell_merge(cell, tag, meta.in_port_bit));
+    }
+
+    apply {
+        merge_ack();
     }
 }
 

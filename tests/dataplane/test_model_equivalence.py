@@ -5,8 +5,10 @@ generations) and then plays random events: broadcasts, arrivals, releases, reduc
 (REDUCE/RESULT: every operation, duplicates, late and stale chunks, bad lane counts, out-of-range
 indices), unicasts, mini packets from every kind of port, IPv4, malformed and truncated frames.
 In some sequences most events are reductions from the communicator's children, so chunks
-complete. Every frame's outputs must match byte for byte on every port, and each sequence's
-drop counters must match.
+complete; in others most are switch-merged ACKs (checkpoints of a few epochs, duplicates,
+non-children, out-of-range checkpoints and cums, unknown trees), so ACK-merge cells complete.
+Every frame's outputs must match byte for byte on every port, and each sequence's drop
+counters must match.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tests.dataplane_scenarios import (
     OTHER_COMM,
     PARENT_NODE,
     PARENT_PORT,
+    REMOTE_ROOT,
     SWITCH_NODE,
     base_state,
     mp_frame,
@@ -49,6 +52,7 @@ class Sequencer:
         self.epoch: Counter[int] = Counter()
         self.children: dict[int, tuple[int, ...]] = {}
         self.reduction_focus = False
+        self.ack_focus = False
 
     def port_src(self, port: int) -> int:
         if port in HOST_PORTS:
@@ -105,7 +109,56 @@ class Sequencer:
             )
         )
         self.reduction_focus = rng.random() < 0.4
+        self.ack_focus = not self.reduction_focus and rng.random() < 0.4
         return out
+
+    def merged_ack(self) -> tuple[int, bytes]:
+        """A switch-merged ACK: mostly from a child of a tree with an ACK-merge entry, on a
+        few checkpoints of a couple of epochs, with the odd bad one."""
+        rng = self.rng
+        if rng.random() < 0.7:  # well-formed, on one of two checkpoints: cells complete
+            root = rng.choice((1, REMOTE_ROOT))
+            port = rng.choice((2, 3, CHILD_PORT))
+            checkpoint = rng.choice((1, 3))
+            hdr = wire.Header(
+                op=Op.ACK,
+                src_node=node_of(port),
+                dst_node=root,
+                root_node=root,
+                comm_id=COMM,
+                epoch=rng.choice((1, 1, 1, 2)),
+                flags=wire.Flag.MERGE,
+                seq=min(16 * checkpoint, 40),
+                seg_idx=checkpoint,
+                seg_count=40,
+            )
+            return port, wire.build_frame(hdr, b"\0" * 8, src_mac=wire.mac_bytes(wire.host_mac(1)))
+        comm, root = rng.choice(
+            ((COMM, 1), (COMM, REMOTE_ROOT), (OTHER_COMM, 4), (COMM, 3), (0xFFFF, 1))
+        )
+        port = rng.choice((2, 3, CHILD_PORT)) if rng.random() < 0.7 else rng.choice(ALL_PORTS)
+        src = port if port in HOST_PORTS and rng.random() < 0.95 else self.port_src(port)
+        checkpoint = rng.choice((1, 3, 9, 0, 1 << 16, 0xFFFF))
+        seg_count = rng.choice((40, 40, 16 * 9, 0))
+        seq = rng.choice((min(16 * checkpoint, seg_count),) * 3 + (0, seg_count + 1))
+        hdr = wire.Header(
+            op=Op.ACK,
+            src_node=src,
+            dst_node=root,
+            root_node=root,
+            comm_id=comm,
+            epoch=rng.choice((1, 2, 0x8001)),
+            tree=rng.choice((0, 0, 0, 1)),
+            flags=wire.Flag.MERGE | rng.choice((0, 0, 0, wire.Flag.LAST)),
+            seq=seq % (1 << 32),
+            seg_idx=checkpoint,
+            seg_count=seg_count,
+        )
+        mac = wire.mac_bytes(wire.host_mac(src & 0x3FFF))
+        frame = wire.build_frame(hdr, b"\0" * 8, src_mac=mac)
+        if rng.random() < 0.03:
+            frame = frame[: rng.randrange(14, len(frame))]
+        return port, frame
 
     def reduction(self) -> tuple[int, bytes]:
         """A REDUCE or RESULT: mostly from a child (or the parent) of the communicator, on a
@@ -147,6 +200,8 @@ class Sequencer:
         rng = self.rng
         if rng.random() < (0.7 if self.reduction_focus else 0.1):
             return self.reduction()
+        if rng.random() < (0.8 if self.ack_focus else 0.05):
+            return self.merged_ack()
         port = rng.choice(ALL_PORTS)
         kind = rng.choice(("mcast", "arrive", "arrive", "release", "unicast", "mp", "ipv4", "bad"))
         src = self.port_src(port)
@@ -212,6 +267,12 @@ class Sequencer:
         if variant == 2:
             return port, good[:15] + bytes([rng.choice((0, wire.OP_MAX + 1, 99, 255))]) + good[16:]
         return port, good[:46] + struct.pack("!H", rng.randrange(1 << 16)) + good[48:]
+
+
+def node_of(port: int) -> int:
+    if port in HOST_PORTS:
+        return port
+    return CHILD_NODE if port == CHILD_PORT else PARENT_NODE
 
 
 def model_outputs(model: SwitchModel, port: int, frame: bytes) -> dict[int, list[bytes]]:

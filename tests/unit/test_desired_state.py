@@ -141,3 +141,49 @@ def test_errors_say_what_and_where() -> None:
             [Communicator(1, ALL, membership=Membership.MINI_PACKETS)],
             sizes=Sizes(tree_slots=10),
         )
+
+
+def test_ack_merge_entries_reverse_every_innet_tree() -> None:
+    """Every switch of each innet tree merges its ACKs: up the tree's parent port (the root
+    host's port at the root's switch), from exactly its child ports; ragasa trees get none."""
+    members = ALL[:20]
+    states = desired_state(DF, [Communicator(3, members, roots=(members[0], members[7]))])
+    for root in (members[0], members[7]):
+        key = TreeKey(3, root, wire.Tree.INNET)
+        tree = trees.innet_tree(DF, members, root)
+        for switch, node in tree.nodes.items():
+            merge = states[switch].ack_merges[key]
+            assert merge.parent_port == node.parent_port != 0
+            assert merge.child_mask == ports_bitmap(node.child_ports)
+            assert 0 <= merge.slot < Sizes().ack_slots and 1 <= merge.generation <= 255
+        root_place = DF.host_by_node(root)
+        assert states[root_place.switch].ack_merges[key].parent_port == root_place.port
+        untouched = set(states) - set(tree.nodes)
+        assert all(key not in states[s].ack_merges for s in untouched)
+    assert not any(k.tree != wire.Tree.INNET for state in states.values() for k in state.ack_merges)
+
+
+def test_ack_merge_generation_moves_only_when_a_slot_changes() -> None:
+    """Cells are tagged with the generation, so a slot whose tree changes must not keep it,
+    and one that stays the same must (its cells stay valid across unrelated changes)."""
+    allocators = Allocators()
+    first = desired_state(DF, [Communicator(3, ALL[:20], roots=(ALL[0],))], allocators=allocators)
+    again = desired_state(
+        DF,
+        [Communicator(3, ALL[:20], roots=(ALL[0],)), Communicator(4, ALL[20:30], roots=(ALL[20],))],
+        allocators=allocators,
+    )
+    key = TreeKey(3, ALL[0], wire.Tree.INNET)
+    for switch, state in first.items():
+        if key in state.ack_merges:
+            assert again[switch].ack_merges[key] == state.ack_merges[key]
+    # the communicator loses members: trees shrink, changed slots get a new generation
+    changed = desired_state(DF, [Communicator(3, ALL[:10], roots=(ALL[0],))], allocators=allocators)
+    moved = 0
+    for switch, state in changed.items():
+        if key in state.ack_merges and key in first[switch].ack_merges:
+            old, new = first[switch].ack_merges[key], state.ack_merges[key]
+            if (old.parent_port, old.child_mask) != (new.parent_port, new.child_mask):
+                assert new.generation != old.generation or new.slot != old.slot
+                moved += 1
+    assert moved > 0

@@ -74,6 +74,7 @@ def test_p4_constants_match_the_enums() -> None:
         k.removeprefix("AGG_"): v for k, v in agg.items() if k[4:] in wire.AggOp.__members__
     } == {o.name: o.value for o in wire.AggOp}
     assert agg["AGG_OP_MAX"] == wire.AGG_OP_MAX == max(wire.AggOp)
+    assert p4_constants("FLAG_MERGE")["FLAG_MERGE"] == wire.Flag.MERGE
 
 
 def test_p4_default_sizes_match_the_wire_defaults() -> None:

@@ -1,0 +1,108 @@
+/* netcoll: acknowledgements of a multicast merged up its tree (ACK with FLAG_MERGE).
+ *
+ * Receivers in switch-merged mode ACK only at checkpoints: cum = k * K segments (K the hosts'
+ * ack_every) for each checkpoint k they cross, and the final cum = seg_count; seg_idx carries
+ * the checkpoint ordinal k = ceil(cum / K), seq carries cum. Each switch of the (comm, root,
+ * tree) tree has a table entry (ack_merge, from the same trees as bcast_tree) naming its
+ * ACK-merge slot, the parent port (towards the root; the root host's port at the root's
+ * switch), the child mask and a configuration generation. A slot holds NETCOLL_ACK_WINDOW cells
+ * {tag = epoch ++ generation ++ k[7:0], child bitmap}, the cell of checkpoint k being k mod
+ * NETCOLL_ACK_WINDOW, updated exactly like a barrier cell (common/barrier.p4): a cell left by
+ * another epoch, checkpoint or generation is empty. When the bitmap becomes equal to the child
+ * mask the ACK goes up the parent port as ONE ACK. Receivers repeat a checkpoint when the root
+ * retransmits (it has not heard the merged ACK: lost, or a switch restarted and zeroed its
+ * cells); at a complete cell only the repeats of the *leader* child (the lowest child port) go
+ * up again, so each repeat round brings one ACK to the root, not one per receiver, and a
+ * restarted switch is rebuilt by its children's repeats. ACKs are cumulative, so a checkpoint
+ * that never completes here blocks nothing.
+ * The architecture shim owns the cells (AckState); docs/protocol.md has the state machine.
+ */
+#ifndef NETCOLL_ACKMERGE_P4
+#define NETCOLL_ACKMERGE_P4
+
+#include "constants.p4"
+#include "headers.p4"
+
+/* The checkpoint fields of a merged ACK: 1 <= k < 2^16, 1 <= cum <= seg_count. */
+bool ack_checkpoint_valid(in headers_t hdr) {
+    return hdr.coll.seg_idx != 0 && hdr.coll.seg_idx <= 0xFFFF && hdr.coll.seq != 0
+        && hdr.coll.seq <= hdr.coll.seg_count;
+}
+
+bit<32> ack_cell_index(in bit<16> slot, in bit<32> checkpoint) {
+    return (bit<32>) slot * NETCOLL_ACK_WINDOW + (checkpoint & (NETCOLL_ACK_WINDOW - 1));
+}
+
+/* A cell belongs to one checkpoint of one multicast (epoch) under one configuration. Checkpoints
+ * 256 apart share a tag: the root's window keeps live checkpoints far closer than that. */
+bit<32> ack_cell_tag(in epoch_t epoch, in bit<8> generation, in bit<32> checkpoint) {
+    return epoch ++ generation ++ checkpoint[7:0];
+}
+
+control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
+    action merge_acks(bit<16> slot, port_num_t parent_port, port_bitmap_t child_mask,
+                      bit<8> generation) {
+        meta.ack_found = 1;
+        meta.ack_slot = slot;
+        meta.ack_parent = parent_port;
+        meta.ack_child_mask = child_mask;
+        meta.ack_generation = generation;
+    }
+
+    action no_merge() {
+        meta.ack_found = 0;
+    }
+
+    table ack_merge {
+        key = {
+            hdr.coll.comm_id : exact @name("comm_id");
+            hdr.coll.root_node : exact @name("root_node");
+            hdr.coll.tree : exact @name("tree");
+        }
+        actions = { merge_acks; no_merge; }
+        default_action = no_merge();
+        size = NETCOLL_ACK_SLOTS;
+    }
+
+    apply {
+        ack_merge.apply();
+        if (meta.ack_found == 0 || meta.ack_slot >= NETCOLL_ACK_SLOTS || meta.ack_parent == 0
+                || meta.ack_child_mask == 0) {
+            /* no entry, or one naming a slot the program does not have: never index with it */
+            meta.drop_reason = DROP_ACK_UNCONFIGURED;
+        } else if ((meta.ack_child_mask & meta.in_port_bit) == 0) {
+            meta.drop_reason = DROP_ACK_NOT_CHILD;
+        } else if (!ack_checkpoint_valid(hdr)) {
+            meta.drop_reason = DROP_ACK_RANGE;
+        }
+    }
+}
+
+/* Does this ACK go up, given the cell's bitmap before it? When it completes the cell, or
+ * repeats the leader child's checkpoint at a complete cell. */
+bool ack_sends_up(in port_bitmap_t previous, in port_bitmap_t in_port_bit,
+                  in port_bitmap_t child_mask) {
+    port_bitmap_t leader = child_mask & (~child_mask + 1); /* the lowest child port's bit */
+    return (previous | in_port_bit) == child_mask
+        && (previous != child_mask || in_port_bit == leader);
+}
+
+/* After AckState: one ACK up the parent port when the cell completes, or the leader repeats. */
+control AckMergeDecide(inout headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        if (meta.drop_reason != DROP_NONE) {
+            return;
+        }
+        if (!ack_sends_up(meta.ack_previous, meta.in_port_bit, meta.ack_child_mask)) {
+            /* recorded: waits for the other children, or a repeat only the leader passes on */
+            meta.drop_reason = DROP_ABSORBED;
+        } else {
+            /* complete here, or the leader's repeat at a complete cell: one ACK upward */
+            hdr.coll.src_node = meta.my_node; /* the root accepts merged ACKs from its switch */
+            meta.out_kind = OUT_UNICAST;
+            meta.out_port = meta.ack_parent;
+        }
+    }
+}
+
+#endif /* NETCOLL_ACKMERGE_P4 */

@@ -92,6 +92,12 @@ class CoRoots:
             if members is not None:
                 agg = Aggregator(members, key.root)
                 self._aggregators[key] = agg
+                # one that never completes (a member gone; with switch-merged ACKs no member
+                # reports here, only NACKs) must not be kept forever: the oldest goes
+                if len(self._aggregators) > self.cfg.completed_memory:
+                    oldest = next(iter(self._aggregators))
+                    self._aggregators.pop(oldest).cancel_timers()
+                    self._held.pop(oldest, None)
         return agg
 
     def on_ack(self, key: McastKey, ack: wire.Header) -> None:
@@ -156,6 +162,9 @@ class CoRoots:
         group still miss parts of it (the caller may change its buffer)."""
         if not isinstance(msg.key, McastKey) or msg.key in self._aggregated:
             return
+        plan = self.endpoint.plan
+        if plan is None or plan(msg.key.comm, msg.key.root, msg.key.tree).merged_by:
+            return  # switch-merged ACKs: nothing tells this node when its group is complete
         agg = self._aggregator(msg.key)
         if agg is None or not msg.done.done():
             return

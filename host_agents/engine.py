@@ -397,7 +397,14 @@ class Engine:
         if published:
             self._publisher.repair(key, hdr.src_node, ranges)
             return
-        self._route_nack(key, ranges, hdr.src_node)
+        requester = hdr.src_node
+        if hdr.tag:  # a co-root asks on behalf of one of the members it aggregates
+            plan = self.plan(key.comm, key.root, key.tree) if self.plan is not None else None
+            if plan is None or hdr.tag not in plan.aggregates.get(hdr.src_node, ()):
+                self.drop("NACK on behalf of a node the sender does not aggregate", hdr)
+                return
+            requester = hdr.tag
+        self._route_nack(key, ranges, requester)
 
     # -- reachability probes ----------------------------------------------------------------
 

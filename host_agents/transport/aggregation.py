@@ -41,7 +41,8 @@ class Aggregator:
         self.reported = 0  # what the root has from us: nothing worth a report before
         self.reported_at = -1e9
         self.timer: asyncio.TimerHandle | None = None
-        self.forwarded: dict[int, float] = {}  # first segment of a NACKed range -> when
+        # (member asked for, or 0 for the co-root itself; first segment of a range) -> when
+        self.forwarded: dict[tuple[int, int], float] = {}
         self.probe: asyncio.TimerHandle | None = None  # repairs unasked: see CoRoots
         self.repaired: dict[tuple[int, int], float] = {}  # (member, segment) -> when
 
@@ -182,6 +183,12 @@ class CoRoots:
             return None  # nothing here, or parked early segments: leave it to the root
         return msg, None if msg.done.done() else msg.received
 
+    def _has_all(self, key: McastKey) -> bool:
+        if key in self.inbox.completed:
+            return True
+        msg = self.inbox.messages.get(key)
+        return msg is not None and msg.done.done()
+
     def _repair(
         self, key: McastKey, agg: Aggregator, member: int, ranges: list[tuple[int, int]]
     ) -> list[tuple[int, int]]:
@@ -228,20 +235,30 @@ class CoRoots:
         agg = self._aggregator(key)
         if agg is None:
             return
-        if requester is not None:
+        on_behalf = 0
+        if requester is not None and requester != self.endpoint.node:
             ranges = self._repair(key, agg, requester, ranges)
             if not ranges:
                 return
+            if self._has_all(key):
+                # we had it all but kept no copy: the root must repair the member itself (a
+                # repair to us would be a duplicate here and never reach the member)
+                on_behalf = requester
         # forward each missing range once per interval: one loss high in the tree brings one
         # NACK per co-root to the root, not one per receiver
         now = self.loop.time()
-        fresh = [r for r in ranges if now - agg.forwarded.get(r[0], -1e9) >= self.cfg.rto_initial]
+        fresh = [
+            r
+            for r in ranges
+            if now - agg.forwarded.get((on_behalf, r[0]), -1e9) >= self.cfg.rto_initial
+        ]
         if not fresh:
             return
         for first, _ in fresh:
-            agg.forwarded[first] = now
+            agg.forwarded[(on_behalf, first)] = now
         self.endpoint.stats.nacks_forwarded += 1
-        nack = key.feedback(Op.NACK, self.endpoint.node, agg.upstream)
+        # ``tag`` names the member a NACK is forwarded for (0: this co-root lacks the data)
+        nack = key.feedback(Op.NACK, self.endpoint.node, agg.upstream, tag=on_behalf)
         self.endpoint.send_frame(
             self.endpoint.directory.mac(agg.upstream), nack, pack_ranges(fresh)
         )

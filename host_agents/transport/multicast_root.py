@@ -197,10 +197,15 @@ class MulticastRoots:
             return False
         now = self.loop.time()
         interval = root.rto / 2
+        # a segment sent less than a round trip ago is on its way, not lost: a receiver that
+        # waited for the window to open NACKs a tail the root sends just then
+        in_flight = root.rtt.srtt or self.cfg.tail_delay
         for first, count in ranges:
             for seg in range(first, min(first + count, root.next_new)):
                 if now - root.last_repair.get(seg, -1e9) < interval:
                     continue  # the whole tree got it again just now
+                if now - root.sent_at.get(seg, -1e9) < in_flight:
+                    continue
                 askers = root.askers.setdefault(seg, {})
                 askers[requester or 0] = now
                 recent = sum(1 for at in askers.values() if now - at < interval)

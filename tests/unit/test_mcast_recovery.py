@@ -247,6 +247,15 @@ def test_a_slow_host_learns_to_wait_longer_before_asking_for_a_tail() -> None:
         faults = Faults(only_link=to_host(member), reorder=1.0, reorder_delay=0.06)
         cluster = Cluster(TOPO, MEMBERS, loop=loop, config=CONFIG, options=OPTIONS, faults=faults)
         slow = next(c for c in cluster.comms if c.engine.node == member)
+        receiver = slow.engine._mcast_rx
+        learned: list[tuple[bool, float]] = []
+        learn = receiver._learn_tail_quiet
+
+        def recording(*, repaired: bool) -> None:
+            learn(repaired=repaired)
+            learned.append((repaired, receiver.tail_quiet))
+
+        receiver._learn_tail_quiet = recording  # type: ignore[method-assign]
         for _ in range(6):
             got = await asyncio.gather(
                 *(
@@ -256,6 +265,8 @@ def test_a_slow_host_learns_to_wait_longer_before_asking_for_a_tail() -> None:
             )
             assert all(g == data for g in got)
         assert cluster.fabric.lost == 0
-        assert slow.engine._mcast_rx.tail_quiet > CONFIG.tail_delay
+        false_alarms = [quiet for repaired, quiet in learned if not repaired]
+        assert false_alarms, "late segments must have looked like a stalled tail"
+        assert max(false_alarms) >= 2 * CONFIG.tail_delay
 
     asyncio.run(asyncio.wait_for(body(), 60))

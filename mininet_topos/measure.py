@@ -1,0 +1,227 @@
+"""What a run on a network costs: bytes on links, and CPU per process type.
+
+Shared by ``make bench`` and ``make reproduce``: the switches' per-port, per-op counters read
+before and after a workload give the bytes it put on links and on global links; the physical
+minimum (each link carrying each segment once) is what those bytes are compared with; and the
+CPU time of the switch processes, the link emulator and this process, read from /proc before
+and after, with the agents' own (each reports its CPU per test), says which one was busy.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from controller import p4info, routing, trees, wire
+from controller.topology import Topology
+from host_agents.launcher import LaunchResult
+from host_agents.workload import Workload
+
+if TYPE_CHECKING:
+    from mininet_topos.network import NetcollNetwork
+
+DATA_COLUMNS = (
+    wire.Op.MCAST,
+    wire.Op.UNICAST,
+    wire.Op.ACK,
+    wire.Op.NACK,
+    wire.Op.CTRL,
+    wire.Op.REDUCE,
+    wire.Op.RESULT,
+)
+BARRIER_COLUMNS = (wire.Op.ARRIVE, wire.Op.RELEASE)
+
+
+class LinkMeter:
+    """Bytes that crossed links, from every switch's per-port, per-op counters."""
+
+    def __init__(self, net: NetcollNetwork) -> None:
+        self.net = net
+        assert net.control is not None
+        self.control = net.control
+        self.kinds = {
+            (s, p): info.kind
+            for s in range(net.topo.num_switches)
+            for p, info in net.topo.ports(s).items()
+        }
+
+    def snapshot(self) -> dict[tuple[str, int, int, int], int]:
+        out: dict[tuple[str, int, int, int], int] = {}
+        for index, switch in self.control.switches.items():
+            for name in (p4info.RX_COUNTER, p4info.TX_COUNTER):
+                cells = self.net.call(switch.read_counter(name))
+                for cell, (_, nbytes) in cells.items():
+                    out[(name, index, cell // 16, cell % 16)] = nbytes
+        return out
+
+    def delta(
+        self, before: dict[Any, int], after: dict[Any, int], columns: tuple[int, ...]
+    ) -> tuple[int, int]:
+        """(bytes on all links, bytes on global links) between two snapshots."""
+        link = global_ = 0
+        for key, value in after.items():
+            name, switch, port, column = key
+            if column not in columns:
+                continue
+            diff = value - before.get(key, 0)
+            kind = self.kinds.get((switch, port))
+            if kind is None or kind == "mgmt":
+                continue
+            # each traversal once: what switches send on any link, plus what hosts send to them
+            if name == p4info.TX_COUNTER or (name == p4info.RX_COUNTER and kind == "host"):
+                link += diff
+                if kind == "global" and name == p4info.TX_COUNTER:
+                    global_ += diff
+        return link, global_
+
+
+def frame_bytes(nbytes: int) -> list[int]:
+    """Frame sizes of a message's segments, headers included."""
+    if nbytes == 0:
+        return [wire.ETH_HEADER_LEN + wire.HEADER_LEN]
+    full, rest = divmod(nbytes, wire.MAX_PAYLOAD)
+    sizes = [wire.MAX_PAYLOAD] * full + ([rest] if rest else [])
+    return [wire.ETH_HEADER_LEN + wire.HEADER_LEN + s for s in sizes]
+
+
+def minimum_bytes(
+    topo: Topology, collective: str, members: tuple[int, ...], root: int, size: int
+) -> int | None:
+    """The physical minimum: every link on the way carries each segment exactly once."""
+    if collective == "bcast":
+        tree = trees.innet_tree(topo, members, members[root])
+        return sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
+    if collective == "allgather":
+        total = 0
+        for r in members:
+            tree = trees.innet_tree(topo, members, r)
+            total += sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
+        return total
+    if collective in ("allreduce", "reduce"):
+        # the switches' aggregation: each vector up every barrier-tree link once and the
+        # result down it once (a reduce could stop at the root: the same order of bytes)
+        tree = trees.barrier_tree(topo, members)
+        links = len(tree.nodes) - 1 + len(members)
+        return 2 * sum(frame_bytes(size)) * links
+    if collective == "scatter":
+        source = members[root]
+        return sum(
+            sum(frame_bytes(size)) * routing.host_path_hops(topo, source, dst)
+            for dst in members
+            if dst != source
+        )
+    return None
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a live process from /proc (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # after the command name: state is field 3, utime 14 and stime 15 (1-based, man proc)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds of the network's own processes: the BMv2 switches, the link emulator
+    (when links are emulated) and this process (control plane, counters)."""
+
+    def __init__(self, net: NetcollNetwork) -> None:
+        self.net = net
+
+    def pids(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {"bmv2": [], "link emulator": []}
+        if self.net.mininet is not None:
+            for switch in self.net.mininet.switches:
+                process = getattr(switch, "process", None)
+                if process is not None and process.proc is not None:
+                    out["bmv2"].append(process.proc.pid)
+        if self.net.emulator is not None:
+            out["link emulator"].append(self.net.emulator.pid)
+        return out
+
+    def snapshot(self) -> dict[str, dict[int, float]]:
+        snap = {
+            kind: {pid: cpu for pid in pids if (cpu := process_cpu_seconds(pid)) is not None}
+            for kind, pids in self.pids().items()
+        }
+        snap["harness"] = {os.getpid(): time.process_time()}
+        return snap
+
+
+@dataclass
+class CpuUse:
+    """CPU seconds per process type during one launch, and of its busiest process."""
+
+    wall_s: float
+    total_s: dict[str, float] = field(default_factory=dict)
+    busiest_s: dict[str, float] = field(default_factory=dict)
+    processes: dict[str, int] = field(default_factory=dict)
+
+
+def cpu_use(
+    before: dict[str, dict[int, float]],
+    after: dict[str, dict[int, float]],
+    agents: list[float],
+    wall_s: float,
+) -> CpuUse:
+    """From two :meth:`CpuMeter.snapshot` and the agents' own CPU seconds."""
+    use = CpuUse(wall_s=wall_s)
+    for kind, now in after.items():
+        deltas = [cpu - before.get(kind, {}).get(pid, 0.0) for pid, cpu in now.items()]
+        if deltas:
+            use.total_s[kind] = sum(deltas)
+            use.busiest_s[kind] = max(deltas)
+            use.processes[kind] = len(deltas)
+    if agents:
+        use.total_s["agents"] = sum(agents)
+        use.busiest_s["agents"] = max(agents)
+        use.processes["agents"] = len(agents)
+    return use
+
+
+def agents_cpu(result: LaunchResult) -> list[float]:
+    """Each agent's CPU over its tests (start-up and rendezvous left out)."""
+    out = []
+    for report in result.reports.values():
+        tests = report.get("tests", [])
+        if tests:
+            out.append(sum(float(t.get("cpu_seconds", 0.0)) for t in tests))
+    return out
+
+
+@dataclass
+class Metered:
+    result: LaunchResult
+    link_bytes: int  # over the whole launch, warm-up and synchronising frames included
+    global_link_bytes: int
+    cpu: CpuUse
+
+
+def metered_launch(
+    net: NetcollNetwork,
+    meter: LinkMeter,
+    workload: Workload,
+    columns: tuple[int, ...] = DATA_COLUMNS,
+    timeout: float = 1800,
+) -> Metered:
+    """Run ``workload`` and read what it cost: link bytes of ``columns`` (wire ops) and CPU."""
+    cpu = CpuMeter(net)
+    before, cpu_before = meter.snapshot(), cpu.snapshot()
+    started = time.perf_counter()
+    result = net.launcher().launch(workload, timeout=timeout)
+    wall = time.perf_counter() - started
+    cpu_after, after = cpu.snapshot(), meter.snapshot()
+    link, global_ = meter.delta(before, after, columns)
+    use = cpu_use(cpu_before, cpu_after, agents_cpu(result), wall)
+    return Metered(result, link, global_, use)
+
+
+def columns_for(collective: str) -> tuple[int, ...]:
+    """A barrier counts every frame (host barriers are unicast messages); data collectives
+    leave out the ARRIVE/RELEASE of the synchronising barriers between iterations."""
+    return BARRIER_COLUMNS + DATA_COLUMNS if collective == "barrier" else DATA_COLUMNS

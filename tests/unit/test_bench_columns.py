@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from controller import wire
-
 from mininet_topos import measure
 
 pytestmark = pytest.mark.unit

@@ -1,0 +1,225 @@
+"""``make reproduce``: each seed paper's experiment as a list of cells, per profile.
+
+A cell is one launch of agents on the network (one workload, one or more tests): the unit that
+is measured, saved and skipped on ``--resume``. Cells whose link bytes matter (every rank
+broadcasting, scatter and allgather) hold one algorithm and one size, so the switches' counters
+read around the launch belong to it alone; the others pack several tests into one launch, as
+agent start-up is the largest fixed cost of a cell (tens of seconds for 72 agents on 2 cores).
+No network here: planning is unit-tested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller import wire
+from host_agents.workload import CollectiveTest
+
+PROFILES = ("quick", "full")
+# the whole run's budget: cells are not started once it is spent (--resume continues)
+BUDGET_S = {"quick": 20 * 60.0, "full": 2 * 3600.0}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a seed paper reports, in its words and as the number we compare with."""
+
+    paper: str  # the README's key, e.g. "[Ragasa]"
+    title: str
+    text: str
+    conditions: str
+
+
+CLAIMS = {
+    "000": Claim(
+        "[Ragasa]",
+        "every rank broadcasting at once",
+        "When all nodes broadcast with middle-size messages (16 KB), Ragasa is 2.99x faster "
+        "than binomial; for large messages the two perform alike.",
+        "Df(2,4,2), 72 nodes, each node the root of one broadcast, all at the same time; "
+        "router-offloaded replication.",
+    ),
+    "001": Claim(
+        "[IB-mcast]",
+        "multicast broadcast latency and throughput",
+        "Hardware-multicast broadcast with a reliability substrate lowers MPI_Bcast latency "
+        "by up to 58% and raises broadcast throughput by up to 112% against point-to-point.",
+        "8-node InfiniBand cluster, one root; small-message latency, large-message throughput.",
+    ),
+    "002": Claim(
+        "[Tofu2]",
+        "persistent broadcast: init once, cheap starts, overlap",
+        "MPI_Bcast_init costs 60-251 us; MPI_Start then costs 2-8 us, proportional to the "
+        "segment count; the offloaded persistent broadcast beats the nonblocking one, and the "
+        "time between start and wait can be spent computing.",
+        "Fujitsu FX100, Tofu2, 12 processes, Trinaryx3 pipelined broadcast offloaded to the NIC.",
+    ),
+    "003": Claim(
+        "[NIC-barrier]",
+        "barrier against communicator size",
+        "The NIC-based barrier is 2.48x-3.38x faster than host-based barriers; its time "
+        "follows T = T_init + (ceil(log2 N) - 1) T_trig + T_fin (Myrinet: 3.6 + 3.5 per "
+        "step + 3.84 us; Quadrics: 1.9 + 2.12 per step + 0.4 us).",
+        "Myrinet and Quadrics clusters of 8 and 16 nodes; dissemination, pairwise exchange, "
+        "gather-broadcast.",
+    ),
+    "004": Claim(
+        "[DF-scatter]",
+        "topology-aware scatter and allgather",
+        "Scatter of 1 KiB per terminal: LIN is twice as fast as TREE, GLF and LLF. "
+        "Allgather: TAR (topology-aware ring) wins by keeping data off global links; BRUCK "
+        "stays better for small transfers.",
+        "CODES simulation of Df(6,12,6), 5,256 terminals, global links 4.7 GiB/s.",
+    ),
+}
+SEED_VALUES = {
+    "000": 2.99,  # Ragasa over binomial, all ranks broadcasting 16 KB
+    "001_latency": 0.58,  # latency reduction
+    "001_throughput": 1.12,  # throughput increase
+    "002_start_over_init": 8 / 60,  # the largest start against the smallest init
+    "003_low": 2.48,
+    "003_high": 3.38,
+    "004": 2.0,  # LIN over the other scatters
+}
+
+BCAST_ALL_ROOTS = ("innet", "ragasa", "binomial", "scatter_allgather")
+BARRIER = ("innet", "dissemination", "pairwise", "gather_bcast")
+SCATTER = ("tree", "lin", "glf", "llf")
+ALLGATHER = ("ring", "bruck", "tar", "innet")
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    experiment: str  # "000" .. "004"
+    label: str  # unique within the experiment
+    tests: tuple[CollectiveTest, ...]
+    members: int = 0  # the communicator: the first N hosts; 0 for every host
+    metered: bool = False  # one algorithm, one size: link bytes per operation are meaningful
+    fresh_trees: bool = False  # a communicator without trees (persistent init installs them)
+
+    @property
+    def key(self) -> str:
+        return f"{self.experiment}:{self.label}"
+
+    @property
+    def operations(self) -> int:
+        """Timed and warm-up operations per size of the (first) test: link bytes divide by it."""
+        test = self.tests[0]
+        return test.iterations + test.warmup
+
+
+def segments(nbytes: int) -> int:
+    """How many frames a message of ``nbytes`` travels in."""
+    return max(1, -(-nbytes // wire.MAX_PAYLOAD))
+
+
+def member_counts(hosts: int, full: bool) -> tuple[int, ...]:
+    """Communicator sizes for the barrier: powers of two from 2, then every host (and in the
+    full profile the midpoints between powers of two as well)."""
+    counts = set()
+    n = 2
+    while n < hosts:
+        counts.add(n)
+        if full and n + n // 2 < hosts and n >= 2:
+            counts.add(n + n // 2)
+        n *= 2
+    counts.add(hosts)
+    return tuple(sorted(c for c in counts if c >= 2))
+
+
+def plan(profile: str, hosts: int) -> list[CellSpec]:
+    """Every cell of a profile on a network of ``hosts`` hosts, in run order."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile {profile!r}: expected one of {', '.join(PROFILES)}")
+    full = profile == "full"
+    # the cheap experiments first, every rank broadcasting last: when the budget runs out,
+    # what is missing is the largest sizes of one experiment, not whole experiments
+    return [
+        *_barrier(hosts, full),
+        *_scatter_allgather(full),
+        *_latency_throughput(full),
+        *_persistent(full),
+        *_all_roots(full),
+    ]
+
+
+def _all_roots(full: bool) -> list[CellSpec]:
+    # (size, iterations, warm-up): every rank roots one broadcast, so an iteration moves
+    # ranks^2 times the size; large sizes get fewer iterations
+    sizes = (
+        ((1, 5, 1), (1024, 5, 1), (16384, 5, 1), (131072, 2, 1), (1048576, 1, 0))
+        if full
+        else ((1, 3, 1), (16384, 2, 1))
+    )
+    return [
+        CellSpec(
+            "000",
+            f"{algorithm}/{size}",
+            (CollectiveTest("bcast", algorithm, (size,), it, warm, root=0, mode="all_roots"),),
+            metered=True,
+        )
+        for size, it, warm in sizes
+        for algorithm in BCAST_ALL_ROOTS
+    ]
+
+
+def _latency_throughput(full: bool) -> list[CellSpec]:
+    sizes = (1, 16, 256, 1024, 4096, 16384, 65536, 262144, 1048576) if full else (1, 16384, 262144)
+    iterations = 10 if full else 5
+    return [
+        CellSpec(
+            "001",
+            algorithm,
+            (CollectiveTest("bcast", algorithm, sizes, iterations, 1, root=0),),
+        )
+        for algorithm in ("innet", "binomial")
+    ]
+
+
+def _persistent(full: bool) -> list[CellSpec]:
+    sizes = (1, 4096, 16384, 65536, 262144) if full else (1, 16384, 65536)
+    fractions = (0.125, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0) if full else (0.25, 0.5, 1.0, 2.0)
+    iterations = 10 if full else 5
+
+    def test(persistent: bool) -> CollectiveTest:
+        return CollectiveTest(
+            "bcast",
+            "innet",
+            sizes,
+            iterations,
+            1,
+            root=0,
+            persistent=persistent,
+            mode="overlap",
+            compute=fractions,
+        )
+
+    # persistent first: its init is what installs the root's trees
+    return [CellSpec("002", "innet", (test(True), test(False)), fresh_trees=True)]
+
+
+def _barrier(hosts: int, full: bool) -> list[CellSpec]:
+    iterations = 50 if full else 20
+    return [
+        CellSpec(
+            "003",
+            f"n{n}",
+            tuple(CollectiveTest("barrier", a, (0,), iterations, 2, sync=False) for a in BARRIER),
+            members=n,
+        )
+        for n in member_counts(hosts, full)
+    ]
+
+
+def _scatter_allgather(full: bool) -> list[CellSpec]:
+    sizes = (1024, 4096, 16384) if full else (1024,)
+    iterations = 5 if full else 3
+    cells = []
+    for size in sizes:
+        for collective, algorithms in (("scatter", SCATTER), ("allgather", ALLGATHER)):
+            for algorithm in algorithms:
+                test = CollectiveTest(collective, algorithm, (size,), iterations, 1, root=0)
+                cells.append(
+                    CellSpec("004", f"{collective}/{algorithm}/{size}", (test,), metered=True)
+                )
+    return cells

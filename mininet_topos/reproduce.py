@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 from controller import topology as model
 from mininet_topos.environment import check_p4c, default_bmv2
 from mininet_topos.provenance import commit, now
-from mininet_topos.reproduce_plan import BUDGET_S, PROFILES, CellSpec, plan
+from mininet_topos.reproduce_plan import (
+    BUDGET_S,
+    PROFILES,
+    CellSpec,
+    estimate_seconds,
+    left_out,
+    plan,
+)
 from mininet_topos.reproduce_report import write_report
 from mininet_topos.reproduce_results import (
     CellResult,
@@ -142,14 +149,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     topo = model.parse_spec(args.topo)
     cells = [
-        c for c in plan(args.profile, topo.num_hosts) if not args.only or c.experiment in args.only
+        c
+        for c in plan(args.profile, topo.num_hosts)
+        if not args.only or c.experiment in args.only or c.key in args.only
     ]
     todo = set(results.pending([c.key for c in cells]))
     pending = [c for c in cells if c.key in todo]
+    estimate = sum(estimate_seconds(c, topo.num_hosts) for c in pending)
     print(
         f"*** reproduce, {args.profile} profile on {args.topo}: {len(cells)} cells, "
-        f"{len(pending)} to measure, budget {args.budget / 60:.0f} min; results in {args.results}"
+        f"{len(pending)} to measure (about {estimate / 60:.0f} min by the cost model), budget "
+        f"{args.budget / 60:.0f} min; results in {args.results}"
     )
+    if skipped := left_out(args.profile, topo.num_hosts):
+        print(f"*** left out on {args.topo} (longer than the cost model allows): {skipped}")
     if not pending:
         save()
         return 0
@@ -182,14 +195,16 @@ def run(
         with NetcollNetwork(options) as net:
             print(f"*** {net.report}")
             meter = LinkMeter(net)
+            hosts = net.topo.num_hosts
             for done, spec in enumerate(pending):
                 elapsed = time.monotonic() - started
-                if elapsed > args.budget:
+                if (need := estimate_seconds(spec, hosts)) > args.budget - elapsed:
                     print(
-                        f"*** the budget ({args.budget / 60:.0f} min) is spent: "
-                        f"{len(pending) - done} cells not run (--resume continues)"
+                        f"    not started: {describe_cell(spec)} needs about {need / 60:.1f} "
+                        f"min by the cost model, {(args.budget - elapsed) / 60:.1f} min of the "
+                        "budget are left (--resume continues)"
                     )
-                    break
+                    continue
                 print(progress(done, len(pending), elapsed, describe_cell(spec)), flush=True)
                 cell = run_cell(net, meter, spec, args.seed, index)
                 results.cells[spec.key] = cell
@@ -256,7 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument(
-        "--only", type=lambda s: set(s.split(",")), help="only these experiments (000,003)"
+        "--only",
+        type=lambda s: set(s.split(",")),
+        help="only these experiments (000,003) or cells (003:n8,000:innet/16384)",
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue the results file: only missing cells"

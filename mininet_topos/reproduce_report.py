@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from mininet_topos import reproduce_fit
-from mininet_topos.reproduce_plan import CLAIMS, SEED_VALUES, segments
+from controller.topology import parse_spec
+from mininet_topos.reproduce_plan import (
+    ALL_ROOTS_CELL_CAP_S,
+    CLAIMS,
+    SEED_VALUES,
+    left_out,
+    segments,
+)
 from mininet_topos.reproduce_results import CellResult, Measurement, Results, spread
 
 REFERENCE_TOPOLOGY = "df:2,4,2"  # the seeds' Df(2,4,2); figures on anything else are a try-out
@@ -204,6 +211,15 @@ def all_roots(results: Results, img_dir: Path, cores: int) -> Section:
             else "."
         ),
     ]
+    if skipped := left_out(results.profile, parse_spec(results.topo).num_hosts):
+        sizes = sorted({int(key.rsplit("/", 1)[1]) for key in skipped})
+        section.body += [
+            "",
+            f"Left out on {results.topo}: {', '.join(size_text(s) for s in sizes)}; every "
+            "rank broadcasting moves ranks^2 times the size, and by the cost model "
+            "(mininet_topos/reproduce_plan.py) one such cell would take longer than "
+            f"{ALL_ROOTS_CELL_CAP_S / 60:.0f} min at today's speeds.",
+        ]
     cells = [c for c, _ in pairs]
     section.body += [
         "",
@@ -639,7 +655,7 @@ def barrier(results: Results, img_dir: Path, cores: int) -> Section:
         line = ax.plot([n for n, _ in pts], [t for _, t in pts], marker="o", label=name)
         model = models[name]
         if model is not None:
-            grid = list(range(2, largest + 1))
+            grid = [n for n in range(2, largest + 1) if model.predict(n) > 0]
             ax.plot(
                 grid,
                 [model.predict(n) for n in grid],

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mininet_topos import reproduce_fit
 from controller.topology import parse_spec
+from mininet_topos import reproduce_fit
 from mininet_topos.reproduce_plan import (
     ALL_ROOTS_CELL_CAP_S,
     CLAIMS,

@@ -229,7 +229,7 @@ def cell_line(cell: CellResult) -> str:
         times = sorted(m.completion_s)
         median = times[len(times) // 2] if times else float("nan")
         parts.append(
-            f"{m.algorithm}{'(p)' if m.persistent else ''} {m.size} B {median * 1e3:.1f} ms"
+            f"{m.algorithm}{' persistent' if m.persistent else ''} {m.size} B {median * 1e3:.1f} ms"
         )
     text = "; ".join(parts) + f" ({cell.seconds:.0f} s)"
     if cell.link_bytes is not None:

@@ -273,7 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--only",
         type=lambda s: set(s.split(",")),
-        help="only these experiments (000,003) or cells (003:n8,000:innet/16384)",
+        help="only these experiments (ragasa,nic-barrier) or cells "
+        "(nic-barrier:n8,ragasa:innet/16384)",
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue the results file: only missing cells"

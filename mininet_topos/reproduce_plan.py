@@ -31,7 +31,7 @@ class Claim:
 
 
 CLAIMS = {
-    "000": Claim(
+    "ragasa": Claim(
         "[Ragasa]",
         "every rank broadcasting at once",
         "When all nodes broadcast with middle-size messages (16 KB), Ragasa is 2.99x faster "
@@ -39,14 +39,14 @@ CLAIMS = {
         "Df(2,4,2), 72 nodes, each node the root of one broadcast, all at the same time; "
         "router-offloaded replication.",
     ),
-    "001": Claim(
+    "ib-mcast": Claim(
         "[IB-mcast]",
         "multicast broadcast latency and throughput",
         "Hardware-multicast broadcast with a reliability substrate lowers MPI_Bcast latency "
         "by up to 58% and raises broadcast throughput by up to 112% against point-to-point.",
         "8-node InfiniBand cluster, one root; small-message latency, large-message throughput.",
     ),
-    "002": Claim(
+    "tofu2": Claim(
         "[Tofu2]",
         "persistent broadcast: init once, cheap starts, overlap",
         "MPI_Bcast_init costs 60-251 us; MPI_Start then costs 2-8 us, proportional to the "
@@ -54,7 +54,7 @@ CLAIMS = {
         "time between start and wait can be spent computing.",
         "Fujitsu FX100, Tofu2, 12 processes, Trinaryx3 pipelined broadcast offloaded to the NIC.",
     ),
-    "003": Claim(
+    "nic-barrier": Claim(
         "[NIC-barrier]",
         "barrier against communicator size",
         "The NIC-based barrier is 2.48x-3.38x faster than host-based barriers; its time "
@@ -63,7 +63,7 @@ CLAIMS = {
         "Myrinet and Quadrics clusters of 8 and 16 nodes; dissemination, pairwise exchange, "
         "gather-broadcast.",
     ),
-    "004": Claim(
+    "df-scatter": Claim(
         "[DF-scatter]",
         "topology-aware scatter and allgather",
         "Scatter of 1 KiB per terminal: LIN is twice as fast as TREE, GLF and LLF. "
@@ -72,14 +72,14 @@ CLAIMS = {
         "CODES simulation of Df(6,12,6), 5,256 terminals, global links 4.7 GiB/s.",
     ),
 }
-SEED_VALUES = {
-    "000": 2.99,  # Ragasa over binomial, all ranks broadcasting 16 KB
-    "001_latency": 0.58,  # latency reduction
-    "001_throughput": 1.12,  # throughput increase
-    "002_start_over_init": 8 / 60,  # the largest start against the smallest init
-    "003_low": 2.48,
-    "003_high": 3.38,
-    "004": 2.0,  # LIN over the other scatters
+PAPER_VALUES = {
+    "ragasa": 2.99,  # Ragasa over binomial, all ranks broadcasting 16 KB
+    "ib-mcast_latency": 0.58,  # latency reduction
+    "ib-mcast_throughput": 1.12,  # throughput increase
+    "tofu2_start_over_init": 8 / 60,  # the largest start against the smallest init
+    "nic-barrier_low": 2.48,
+    "nic-barrier_high": 3.38,
+    "df-scatter": 2.0,  # LIN over the other scatters
 }
 
 # the order they run in: when the budget cuts a size short, the last ones miss
@@ -91,7 +91,7 @@ ALLGATHER = ("ring", "bruck", "tar", "innet")
 
 @dataclass(frozen=True)
 class CellSpec:
-    experiment: str  # "000" .. "004"
+    experiment: str  # "ragasa" .. "df-scatter"
     label: str  # unique within the experiment
     tests: tuple[CollectiveTest, ...]
     members: int = 0  # the communicator: the first N hosts; 0 for every host
@@ -170,7 +170,7 @@ def _all_roots(hosts: int, full: bool) -> list[CellSpec]:
     )
     cells = [
         CellSpec(
-            "000",
+            "ragasa",
             f"{algorithm}/{size}",
             (CollectiveTest("bcast", algorithm, (size,), it, warm, root=0, mode="all_roots"),),
             metered=True,
@@ -193,7 +193,7 @@ def left_out(profile: str, hosts: int) -> list[str]:
         return []
     kept = {c.key for c in _all_roots(hosts, True)}
     everything = [
-        CellSpec("000", f"{a}/{size}", (CollectiveTest("bcast", a, (size,), 1, 0),))
+        CellSpec("ragasa", f"{a}/{size}", (CollectiveTest("bcast", a, (size,), 1, 0),))
         for size in (262144, 1048576, 65536)
         for a in BCAST_ALL_ROOTS
     ]
@@ -205,7 +205,7 @@ def _latency_throughput(full: bool) -> list[CellSpec]:
     iterations = 10 if full else 5
     return [
         CellSpec(
-            "001",
+            "ib-mcast",
             algorithm,
             (CollectiveTest("bcast", algorithm, sizes, iterations, 1, root=0),),
         )
@@ -232,14 +232,14 @@ def _persistent(full: bool) -> list[CellSpec]:
         )
 
     # persistent first: its init is what installs the root's trees
-    return [CellSpec("002", "innet", (test(True), test(False)), fresh_trees=True)]
+    return [CellSpec("tofu2", "innet", (test(True), test(False)), fresh_trees=True)]
 
 
 def _barrier(hosts: int, full: bool) -> list[CellSpec]:
     iterations = 50 if full else 20
     return [
         CellSpec(
-            "003",
+            "nic-barrier",
             f"n{n}",
             tuple(CollectiveTest("barrier", a, (0,), iterations, 2, sync=False) for a in BARRIER),
             members=n,
@@ -257,7 +257,9 @@ def _scatter_allgather(full: bool) -> list[CellSpec]:
             for algorithm in algorithms:
                 test = CollectiveTest(collective, algorithm, (size,), iterations, 1, root=0)
                 cells.append(
-                    CellSpec("004", f"{collective}/{algorithm}/{size}", (test,), metered=True)
+                    CellSpec(
+                        "df-scatter", f"{collective}/{algorithm}/{size}", (test,), metered=True
+                    )
                 )
     return cells
 

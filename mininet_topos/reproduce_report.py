@@ -20,13 +20,13 @@ from mininet_topos import reproduce_fit
 from mininet_topos.reproduce_plan import (
     ALL_ROOTS_CELL_CAP_S,
     CLAIMS,
-    SEED_VALUES,
+    PAPER_VALUES,
     left_out,
     segments,
 )
 from mininet_topos.reproduce_results import CellResult, Measurement, Results, spread
 
-REFERENCE_TOPOLOGY = "df:2,4,2"  # the seeds' Df(2,4,2); figures on anything else are a try-out
+REFERENCE_TOPOLOGY = "df:2,4,2"  # the papers' Df(2,4,2); figures on anything else are a try-out
 
 
 @dataclass
@@ -152,12 +152,12 @@ def by_algorithm(
     return out
 
 
-# -- 000 [Ragasa]: every rank broadcasting at once -----------------------------------------
+# -- [Ragasa]: every rank broadcasting at once -----------------------------------------
 
 
 def all_roots(results: Results, img_dir: Path, cores: int) -> Section:
-    section = Section("000")
-    pairs = measurements(results, "000")
+    section = Section("ragasa")
+    pairs = measurements(results, "ragasa")
     series = by_algorithm(pairs, lambda m: m.mode == "all_roots")
     if not series:
         section.body.append("Not measured yet.")
@@ -186,8 +186,8 @@ def all_roots(results: Results, img_dir: Path, cores: int) -> Section:
         f"all ranks broadcast {size_text(key_size)}: speedup over binomial",
         "ragasa 2.99x",
         f"ragasa {times_text(ragasa)}, innet {times_text(innet)}",
-        f"{times_text(ratio(ragasa, SEED_VALUES['000']))} (ragasa), "
-        f"{times_text(ratio(innet, SEED_VALUES['000']))} (innet)",
+        f"{times_text(ratio(ragasa, PAPER_VALUES['ragasa']))} (ragasa), "
+        f"{times_text(ratio(innet, PAPER_VALUES['ragasa']))} (innet)",
     )
     largest = max(base, default=0)
     large = {
@@ -225,15 +225,15 @@ def all_roots(results: Results, img_dir: Path, cores: int) -> Section:
         "",
         pace(_unique(cells), cores),
         "",
-        differ_000(ragasa, innet, pairs[0][1].ranks),
+        differ_all_roots(ragasa, innet, pairs[0][1].ranks),
     ]
-    section.figures.append(_plot_sizes(series, base, img_dir, "000", "all ranks broadcasting"))
+    section.figures.append(_plot_sizes(series, base, img_dir, "ragasa", "all ranks broadcasting"))
     return section
 
 
-def differ_000(ragasa: float | None, innet: float | None, ranks: int) -> str:
+def differ_all_roots(ragasa: float | None, innet: float | None, ranks: int) -> str:
     best = max((v for v in (ragasa, innet) if v is not None), default=None)
-    if best is not None and best >= SEED_VALUES["000"]:
+    if best is not None and best >= PAPER_VALUES["ragasa"]:
         return "**Where we differ:** we match or exceed the paper's gain here."
     return (
         "**Where we differ:** the paper replicates in routers with working memory and no "
@@ -322,12 +322,12 @@ def _plot_sizes(
     return path
 
 
-# -- 001 [IB-mcast]: latency and throughput --------------------------------------------------
+# -- [IB-mcast]: latency and throughput --------------------------------------------------
 
 
 def latency_throughput(results: Results, img_dir: Path, cores: int) -> Section:
-    section = Section("001")
-    pairs = measurements(results, "001")
+    section = Section("ib-mcast")
+    pairs = measurements(results, "ib-mcast")
     series = by_algorithm(pairs, lambda m: m.mode == "single")
     if "innet" not in series or "binomial" not in series:
         section.body.append("Not measured yet.")
@@ -364,8 +364,9 @@ def latency_throughput(results: Results, img_dir: Path, cores: int) -> Section:
         "latency -58% (2.38x), throughput +112% (2.12x)",
         f"latency {-latency:+.0%} ({times_text(latency_speed)}), "
         f"throughput {throughput:+.0%} ({times_text(1 + throughput)})",
-        f"{times_text(ratio(latency_speed, 1 / (1 - SEED_VALUES['001_latency'])))} (latency), "
-        f"{times_text((1 + throughput) / (1 + SEED_VALUES['001_throughput']))} (throughput)",
+        f"{times_text(ratio(latency_speed, 1 / (1 - PAPER_VALUES['ib-mcast_latency'])))} "
+        "(latency), "
+        f"{times_text((1 + throughput) / (1 + PAPER_VALUES['ib-mcast_throughput']))} (throughput)",
     )
     mid = (
         ratio(median(at["binomial"][16384].completion_s), median(at["innet"][16384].completion_s))
@@ -414,7 +415,7 @@ def latency_throughput(results: Results, img_dir: Path, cores: int) -> Section:
     ax_time.legend(fontsize=8)
     ax_rate.legend(fontsize=8)
     fig.tight_layout()
-    path = figure_path(img_dir, "001")
+    path = figure_path(img_dir, "ib-mcast")
     fig.savefig(path, dpi=100)
     plt.close(fig)
     section.figures.append(path)
@@ -425,7 +426,7 @@ def _mbps(size: int, seconds: float | None) -> str:
     return "-" if not seconds else f"{size / seconds / 1e6:.2f}"
 
 
-# -- 002 [Tofu2]: persistent broadcast ----------------------------------------------------------
+# -- [Tofu2]: persistent broadcast ----------------------------------------------------------
 
 FITS = 1.10  # computation "fits" while the median completion grows by at most this factor
 
@@ -444,8 +445,8 @@ def overlap_fit(sweep: list[dict[str, Any]]) -> float:
 
 
 def persistent(results: Results, img_dir: Path, cores: int) -> Section:
-    section = Section("002")
-    pairs = measurements(results, "002")
+    section = Section("tofu2")
+    pairs = measurements(results, "tofu2")
     kept = {(m.persistent, m.size): m for _, m in pairs if m.mode == "overlap"}
     sizes = sorted({size for p, size in kept if p and (False, size) in kept})
     if not sizes:
@@ -479,7 +480,7 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
         "over nonblocking",
         "1/30-1/8 (2-8 us / 60-251 us); faster (no figure)",
         f"{fraction_text(share)}; {times_text(ratio(nb, pw))}",
-        f"start/init {fraction_text(ratio(share, SEED_VALUES['002_start_over_init']))} of the "
+        f"start/init {fraction_text(ratio(share, PAPER_VALUES['tofu2_start_over_init']))} of the "
         "paper's largest",
     )
     section.body += [
@@ -546,7 +547,7 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
     ax_cost.legend(fontsize=8)
     ax_overlap.legend(fontsize=8)
     fig.tight_layout()
-    path = figure_path(img_dir, "002")
+    path = figure_path(img_dir, "tofu2")
     fig.savefig(path, dpi=100)
     plt.close(fig)
     section.figures.append(path)
@@ -558,12 +559,12 @@ def _cpu_spread(values: list[float]) -> str:
     return "-" if s is None else f"{ms(s['median'])} ({ms(s['min'])}-{ms(s['max'])})"
 
 
-# -- 003 [NIC-barrier]: barrier against N ----------------------------------------------------
+# -- [NIC-barrier]: barrier against N ----------------------------------------------------
 
 
 def barrier(results: Results, img_dir: Path, cores: int) -> Section:
-    section = Section("003")
-    pairs = measurements(results, "003")
+    section = Section("nic-barrier")
+    pairs = measurements(results, "nic-barrier")
     series: dict[str, list[tuple[int, Measurement]]] = {}
     for cell, m in pairs:
         series.setdefault(m.algorithm, []).append((cell.members, m))
@@ -608,8 +609,8 @@ def barrier(results: Results, img_dir: Path, cores: int) -> Section:
         f"barrier on {largest} ranks: innet's speedup over the best host barrier",
         "2.48x-3.38x",
         times_text(speed),
-        f"{times_text(ratio(speed, SEED_VALUES['003_high']))}-"
-        f"{times_text(ratio(speed, SEED_VALUES['003_low']))}",
+        f"{times_text(ratio(speed, PAPER_VALUES['nic-barrier_high']))}-"
+        f"{times_text(ratio(speed, PAPER_VALUES['nic-barrier_low']))}",
     )
     innet = models.get("innet")
     section.body += [
@@ -673,19 +674,19 @@ def barrier(results: Results, img_dir: Path, cores: int) -> Section:
     ax.set_xscale("log", base=2)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = figure_path(img_dir, "003")
+    path = figure_path(img_dir, "nic-barrier")
     fig.savefig(path, dpi=100)
     plt.close(fig)
     section.figures.append(path)
     return section
 
 
-# -- 004 [DF-scatter]: scatter and allgather ---------------------------------------------------
+# -- [DF-scatter]: scatter and allgather ---------------------------------------------------
 
 
 def scatter_allgather(results: Results, img_dir: Path, cores: int) -> Section:
-    section = Section("004")
-    pairs = measurements(results, "004")
+    section = Section("df-scatter")
+    pairs = measurements(results, "df-scatter")
     if not pairs:
         section.body.append("Not measured yet.")
         return section
@@ -715,7 +716,7 @@ def scatter_allgather(results: Results, img_dir: Path, cores: int) -> Section:
         "scatter 1 KiB per rank: lin's speedup over the fastest of tree, glf, llf",
         "about 2x",
         times_text(lin_speed),
-        times_text(ratio(lin_speed, SEED_VALUES["004"])),
+        times_text(ratio(lin_speed, PAPER_VALUES["df-scatter"])),
     )
     section.body += [
         "Root rank 0, every rank; time from the first rank's start to the last rank's end per "
@@ -757,7 +758,7 @@ def scatter_allgather(results: Results, img_dir: Path, cores: int) -> Section:
         )
         twin.set(ylabel="global-link kB per operation")
     fig.tight_layout()
-    path = figure_path(img_dir, "004")
+    path = figure_path(img_dir, "df-scatter")
     fig.savefig(path, dpi=100)
     plt.close(fig)
     section.figures.append(path)

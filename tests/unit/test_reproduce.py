@@ -23,7 +23,7 @@ from mininet_topos.reproduce_results import (
 pytestmark = pytest.mark.unit
 
 DF242_HOSTS = 72
-EXPERIMENTS = {"000", "001", "002", "003", "004"}
+EXPERIMENTS = {"ragasa", "ib-mcast", "tofu2", "nic-barrier", "df-scatter"}
 
 
 # -- planning -----------------------------------------------------------------------------
@@ -44,21 +44,21 @@ def test_every_experiment_has_cells_with_unique_keys(profile: str, hosts: int) -
 def test_the_quick_profile_holds_each_papers_key_conditions() -> None:
     cells = reproduce_plan.plan("quick", DF242_HOSTS)
     all_roots = {
-        (c.tests[0].algorithm, c.tests[0].sizes[0]) for c in cells if c.experiment == "000"
+        (c.tests[0].algorithm, c.tests[0].sizes[0]) for c in cells if c.experiment == "ragasa"
     }
     for algorithm in ("innet", "ragasa", "binomial", "scatter_allgather"):
         assert (algorithm, 16384) in all_roots
-    assert all(c.tests[0].mode == "all_roots" for c in cells if c.experiment == "000")
-    barrier = [c for c in cells if c.experiment == "003"]
+    assert all(c.tests[0].mode == "all_roots" for c in cells if c.experiment == "ragasa")
+    barrier = [c for c in cells if c.experiment == "nic-barrier"]
     assert [c.members for c in barrier] == [2, 8, 32, 72]
     assert {t.algorithm for t in barrier[0].tests} == set(reproduce_plan.BARRIER)
-    (persistent,) = [c for c in cells if c.experiment == "002"]
+    (persistent,) = [c for c in cells if c.experiment == "tofu2"]
     assert persistent.fresh_trees and persistent.tests[0].persistent  # init installs trees
     assert not persistent.tests[1].persistent and 16384 in persistent.tests[0].sizes
-    single = [c for c in cells if c.experiment == "001"]
+    single = [c for c in cells if c.experiment == "ib-mcast"]
     assert {c.tests[0].algorithm for c in single} == {"innet", "binomial"}
     assert all(16384 in c.tests[0].sizes for c in single)
-    scatter = {c.tests[0].algorithm for c in cells if c.key.startswith("004:scatter")}
+    scatter = {c.tests[0].algorithm for c in cells if c.key.startswith("df-scatter:scatter")}
     assert scatter == set(reproduce_plan.SCATTER)
 
 
@@ -74,15 +74,17 @@ def test_the_profiles_fit_their_time_on_df242_by_the_cost_model(
 
 
 def test_the_full_profile_leaves_out_whole_sizes_too_long_for_a_large_network() -> None:
-    kept = [c for c in reproduce_plan.plan("full", DF242_HOSTS) if c.experiment == "000"]
+    kept = [c for c in reproduce_plan.plan("full", DF242_HOSTS) if c.experiment == "ragasa"]
     by_size: dict[int, set[str]] = {}
     for cell in kept:
         by_size.setdefault(cell.tests[0].sizes[0], set()).add(cell.tests[0].algorithm)
     assert all(algorithms == set(reproduce_plan.BCAST_ALL_ROOTS) for algorithms in by_size.values())
     assert 16384 in by_size and 1048576 not in by_size
-    assert "000:innet/1048576" in reproduce_plan.left_out("full", DF242_HOSTS)
+    assert "ragasa:innet/1048576" in reproduce_plan.left_out("full", DF242_HOSTS)
     # a small network runs every size up to 1 MiB
-    small = {c.tests[0].sizes[0] for c in reproduce_plan.plan("full", 12) if c.experiment == "000"}
+    small = {
+        c.tests[0].sizes[0] for c in reproduce_plan.plan("full", 12) if c.experiment == "ragasa"
+    }
     assert max(small) == 1048576 and reproduce_plan.left_out("full", 12) == []
 
 
@@ -94,7 +96,7 @@ def test_barrier_sizes_run_from_two_to_every_host() -> None:
 
 
 def test_the_cost_model_grows_with_ranks_and_size() -> None:
-    (cell,) = [c for c in reproduce_plan.plan("quick", 12) if c.key == "000:innet/16384"]
+    (cell,) = [c for c in reproduce_plan.plan("quick", 12) if c.key == "ragasa:innet/16384"]
     assert reproduce_plan.estimate_seconds(cell, 72) > 20 * reproduce_plan.estimate_seconds(
         cell, 12
     )
@@ -160,12 +162,12 @@ def test_resume_refuses_another_topology_or_profile() -> None:
 def test_the_results_file_round_trips_and_tolerates_new_fields(tmp_path: Path) -> None:
     results = Results("df:2,4,2", "quick", 5)
     results.runs.append(Run("2026-11-23T16:00:00Z", "cmd", "abc", {"cores": 2}))
-    results.cells["000:innet/16384"] = cell("000:innet/16384", measurement(), link_bytes=9)
+    results.cells["ragasa:innet/16384"] = cell("ragasa:innet/16384", measurement(), link_bytes=9)
     path = tmp_path / "results.json"
     results.save(path)
     data = json.loads(path.read_text())
-    data["cells"]["000:innet/16384"]["measurements"][0]["from_a_later_version"] = 1
-    data["cells"]["000:innet/16384"]["also_new"] = 2
+    data["cells"]["ragasa:innet/16384"]["measurements"][0]["from_a_later_version"] = 1
+    data["cells"]["ragasa:innet/16384"]["also_new"] = 2
     path.write_text(json.dumps(data))
     assert Results.load(path) == results
 
@@ -276,7 +278,7 @@ def every_experiment() -> Results:
         ("scatter_allgather", 1.5),
     ):
         for size in (1, 16384):
-            key = f"000:{algorithm}/{size}"
+            key = f"ragasa:{algorithm}/{size}"
             m = measurement(algorithm=algorithm, size=size, completion_s=[t, t * 1.1, t * 0.9])
             add(key, cell(key, m, link_bytes=300, global_link_bytes=50, minimum_bytes=100))
     for algorithm, t in (("innet", 0.01), ("binomial", 0.03)):
@@ -286,7 +288,7 @@ def every_experiment() -> Results:
             )
             for s in (1, 16384, 262144)
         ]
-        add(f"001:{algorithm}", cell(f"001:{algorithm}", *ms))
+        add(f"ib-mcast:{algorithm}", cell(f"ib-mcast:{algorithm}", *ms))
     sweep = [
         {"fraction": 0.0, "compute_s": 0.0, "completion_s": [0.1]},
         {"fraction": 0.5, "compute_s": 0.05, "completion_s": [0.105]},
@@ -304,7 +306,7 @@ def every_experiment() -> Results:
         ),
         measurement(size=16384, mode="overlap", completion_s=[0.15], overlap=sweep),
     ]
-    add("002:innet", cell("002:innet", *ms))
+    add("tofu2:innet", cell("tofu2:innet", *ms))
     for n in (2, 8, 12):
         ms = [
             measurement(
@@ -320,13 +322,13 @@ def every_experiment() -> Results:
                 ("dissemination", 2e-3, 6e-3),
             )
         ]
-        add(f"003:n{n}", cell(f"003:n{n}", *ms, members=n))
+        add(f"nic-barrier:n{n}", cell(f"nic-barrier:n{n}", *ms, members=n))
     for collective, algorithm, t in (
         ("scatter", "lin", 0.01),
         ("scatter", "tree", 0.02),
         ("allgather", "tar", 0.1),
     ):
-        key = f"004:{collective}/{algorithm}/1024"
+        key = f"df-scatter:{collective}/{algorithm}/1024"
         m = measurement(
             collective=collective, algorithm=algorithm, size=1024, mode="single", completion_s=[t]
         )
@@ -380,5 +382,5 @@ def test_the_pace_names_what_was_busy() -> None:
 
 
 def test_progress_shows_done_total_and_time_left() -> None:
-    line = reproduce.progress(5, 10, 300.0, "000 innet")
+    line = reproduce.progress(5, 10, 300.0, "ragasa innet")
     assert line.startswith("[##########----------] 5/10 cells, 5.0 min, about 5.0 min left")

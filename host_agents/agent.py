@@ -40,13 +40,15 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
     out = []
     sync = "innet" if comm.innet else "dissemination"
     for size in test.sizes:
-        cpu_before = time.process_time()
+        cpu_before, window_start = time.process_time(), time.monotonic()
         if test.mode != "single":
             measure = (
                 workload_modes.all_roots if test.mode == "all_roots" else workload_modes.overlap
             )
             entry = await measure(comm, test, index, seed, size)
-            out.append({**entry, "cpu_seconds": time.process_time() - cpu_before})
+            cpu = time.process_time() - cpu_before
+            window = (window_start, time.monotonic())
+            out.append({**entry, "cpu_seconds": cpu, "window": window})
             continue
         times: list[float] = []
         stamps: list[tuple[float, float]] = []  # monotonic start and end: one clock per machine
@@ -107,6 +109,9 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
                 "stamps": stamps,
                 "start_cpu": start_cpu,
                 "cpu_seconds": time.process_time() - cpu_before,
+                # when this size ran (monotonic, one clock per machine): CPU of the switches
+                # is read for this window
+                "window": (window_start, time.monotonic()),
             }
         )
     return out

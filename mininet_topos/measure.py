@@ -9,7 +9,9 @@ and after, with the agents' own (each reports its CPU per test), says which one 
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,12 +196,74 @@ def agents_cpu(result: LaunchResult) -> list[float]:
     return out
 
 
+Snapshot = dict[str, dict[int, float]]
+
+
+class CpuSampler:
+    """Samples :meth:`CpuMeter.snapshot` every ``interval`` seconds in a thread (with
+    ``time.monotonic()``, the clock agents stamp their windows with), so the CPU spent in a
+    window known only afterwards (the agents' tests, start-up left out) can be read off."""
+
+    def __init__(self, meter: CpuMeter, interval: float = 0.25) -> None:
+        self.meter = meter
+        self.interval = interval
+        self.samples: list[tuple[float, Snapshot]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self.samples.append((time.monotonic(), self.meter.snapshot()))
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.samples.append((time.monotonic(), self.meter.snapshot()))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.samples.append((time.monotonic(), self.meter.snapshot()))
+
+
+def snapshot_at(samples: list[tuple[float, Snapshot]], at: float) -> Snapshot:
+    """Each process's CPU seconds at ``at``, interpolated linearly between samples (clamped
+    to the first and last); a process missing from a sample keeps its nearest value."""
+    if not samples:
+        return {}
+    if at <= samples[0][0]:
+        return samples[0][1]
+    for (t0, s0), (t1, s1) in itertools.pairwise(samples):
+        if t0 <= at <= t1:
+            share = (at - t0) / (t1 - t0) if t1 > t0 else 1.0
+            return {
+                kind: {
+                    pid: s0.get(kind, {}).get(pid, cpu)
+                    + share * (cpu - s0.get(kind, {}).get(pid, cpu))
+                    for pid, cpu in now.items()
+                }
+                for kind, now in s1.items()
+            }
+    return samples[-1][1]
+
+
 @dataclass
 class Metered:
     result: LaunchResult
     link_bytes: int  # over the whole launch, warm-up and synchronising frames included
     global_link_bytes: int
-    cpu: CpuUse
+    cpu: CpuUse  # over the whole launch
+    samples: list[tuple[float, Snapshot]] = field(default_factory=list)
+
+    def cpu_between(self, start: float, end: float) -> CpuUse:
+        """CPU per process type between two ``time.monotonic()`` instants (the agents'
+        windows): switches and emulator from the samples, agents from their own reports."""
+        return cpu_use(
+            snapshot_at(self.samples, start),
+            snapshot_at(self.samples, end),
+            agents_cpu(self.result),
+            end - start,
+        )
 
 
 def metered_launch(
@@ -210,15 +274,15 @@ def metered_launch(
     timeout: float = 1800,
 ) -> Metered:
     """Run ``workload`` and read what it cost: link bytes of ``columns`` (wire ops) and CPU."""
-    cpu = CpuMeter(net)
-    before, cpu_before = meter.snapshot(), cpu.snapshot()
+    before = meter.snapshot()
     started = time.perf_counter()
-    result = net.launcher().launch(workload, timeout=timeout)
+    with CpuSampler(CpuMeter(net)) as sampler:
+        result = net.launcher().launch(workload, timeout=timeout)
     wall = time.perf_counter() - started
-    cpu_after, after = cpu.snapshot(), meter.snapshot()
+    after = meter.snapshot()
     link, global_ = meter.delta(before, after, columns)
-    use = cpu_use(cpu_before, cpu_after, agents_cpu(result), wall)
-    return Metered(result, link, global_, use)
+    use = cpu_use(sampler.samples[0][1], sampler.samples[-1][1], agents_cpu(result), wall)
+    return Metered(result, link, global_, use, sampler.samples)
 
 
 def columns_for(collective: str) -> tuple[int, ...]:

@@ -111,7 +111,7 @@ def pace(cells: list[CellResult], cores: int) -> str:
         for kind, value in sorted(totals.items(), key=lambda kv: -kv[1])
     )
     top = max(totals, key=lambda k: totals[k])
-    text = f"CPU over {wall:.0f} s of launches (agent start-up excluded for agents): {shares}. "
+    text = f"CPU while the agents ran their tests ({wall:.0f} s): {shares}. "
     if used >= 0.85 * cores * wall:
         return text + (
             f"The {cores} cores were saturated, {top} using the most: the CPU, chiefly {top}, "

@@ -118,6 +118,24 @@ def minimum_bytes(
     return None
 
 
+def minimum_global_bytes(
+    topo: Topology, collective: str, members: tuple[int, ...], root: int, size: int
+) -> int | None:
+    """The least a collective can put on global links: every group without the data must
+    take it in once (a broadcast's segments once per other group; a scatter's blocks for the
+    ranks outside the root's group once each). ``all_roots`` is a broadcast from every rank."""
+    groups = {topo.host_by_node(n).group for n in members}
+    frames = sum(frame_bytes(size))
+    if collective == "bcast":
+        return frames * (len(groups) - 1)
+    if collective in ("allgather", "all_roots"):
+        return frames * (len(groups) - 1) * len(members)
+    if collective == "scatter":
+        home = topo.host_by_node(members[root]).group
+        return frames * sum(1 for n in members if topo.host_by_node(n).group != home)
+    return None
+
+
 def process_cpu_seconds(pid: int) -> float | None:
     """utime + stime of a live process from /proc (None once it is gone)."""
     try:

@@ -77,7 +77,12 @@ def run_cell(
     net: NetcollNetwork, meter: LinkMeter, spec: CellSpec, seed: int, run: int
 ) -> CellResult:
     from host_agents.workload import Workload
-    from mininet_topos.measure import columns_for, metered_launch, minimum_bytes
+    from mininet_topos.measure import (
+        columns_for,
+        metered_launch,
+        minimum_bytes,
+        minimum_global_bytes,
+    )
 
     members = members_of(net, spec.members)
     started, started_at = time.monotonic(), now()
@@ -121,6 +126,13 @@ def run_cell(
         # every rank a root: the minimum is one broadcast tree per root, as for allgather
         kind = "allgather" if test.mode == "all_roots" else test.collective
         cell.minimum_bytes = minimum_bytes(net.topo, kind, members, test.root, test.sizes[0])
+        cell.minimum_global_bytes = minimum_global_bytes(
+            net.topo,
+            "all_roots" if test.mode == "all_roots" else test.collective,
+            members,
+            test.root,
+            test.sizes[0],
+        )
     return cell
 
 

@@ -60,6 +60,7 @@ class CellResult:
     link_bytes: int | None = None  # per operation
     global_link_bytes: int | None = None
     minimum_bytes: int | None = None
+    minimum_global_bytes: int | None = None
     cpu: dict[str, Any] = field(default_factory=dict)  # measure.CpuUse as a dict
 
     @property

@@ -1,5 +1,6 @@
-"""CPU per process type, as make reproduce reads it: /proc, samples over a launch, and the
-share of a window known only afterwards (the agents' tests)."""
+"""What make reproduce measures besides time: CPU per process type (from /proc, sampled
+over a launch, read off for a window known only afterwards: the agents' tests) and the least
+a collective can put on global links."""
 
 from __future__ import annotations
 
@@ -45,3 +46,17 @@ def test_cpu_use_sums_each_type_and_names_its_busiest_process() -> None:
     assert use.total_s["agents"] == pytest.approx(0.9) and use.busiest_s["agents"] == 0.7
     assert use.processes == {"bmv2": 2, "link emulator": 1, "agents": 2}
     assert use.total_s["link emulator"] == 3.0  # started within the window: all of it counts
+
+
+def test_the_global_link_minimum_is_each_other_group_taking_the_data_once() -> None:
+    from controller.topology import dragonfly
+    from mininet_topos.measure import frame_bytes, minimum_global_bytes
+
+    topo = dragonfly(2, 2, 1)  # 3 groups of 4 hosts
+    members = tuple(h.node_id for h in topo.hosts)
+    frames = sum(frame_bytes(1024))
+    assert minimum_global_bytes(topo, "bcast", members, 0, 1024) == 2 * frames
+    assert minimum_global_bytes(topo, "all_roots", members, 0, 1024) == 2 * frames * 12
+    assert minimum_global_bytes(topo, "scatter", members, 0, 1024) == 8 * frames
+    one_group = members[:4]
+    assert minimum_global_bytes(topo, "bcast", one_group, 0, 1024) == 0

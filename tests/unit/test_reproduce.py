@@ -280,7 +280,8 @@ def every_experiment() -> Results:
         for size in (1, 16384):
             key = f"ragasa:{algorithm}/{size}"
             m = measurement(algorithm=algorithm, size=size, completion_s=[t, t * 1.1, t * 0.9])
-            add(key, cell(key, m, link_bytes=300, global_link_bytes=50, minimum_bytes=100))
+            measured = {"link_bytes": 300, "global_link_bytes": 50, "minimum_bytes": 100}
+            add(key, cell(key, m, **measured, minimum_global_bytes=25))
     for algorithm, t in (("innet", 0.01), ("binomial", 0.03)):
         ms = [
             measurement(
@@ -349,6 +350,7 @@ def test_the_report_has_every_paper_its_ratio_and_its_plot(tmp_path: Path) -> No
     assert "LIN is 2.00x the fastest of TREE" in text
     assert "1/10000" in text  # start 40 us of CPU against an init of 0.4 s
     assert "T_trig" in text and "| innet | 1.0 ms | 1.0 ms |" in text  # the fit, recovered
+    assert "| 3.00x | 50 (2.00x) |" in text  # link and global-link bytes vs their minimum
     assert "speed build" in text and "1.2.4.8" in text
     assert "Where we differ" in text and "set the pace" in text
     assert len(written) == 6 and all(p.exists() and p.suffix == ".png" for p in written[1:])

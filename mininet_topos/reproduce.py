@@ -115,6 +115,7 @@ def run_cell(
             "total_s": cpu.total_s,
             "busiest_s": cpu.busiest_s,
             "processes": cpu.processes,
+            "load_average": os.getloadavg()[0],  # others' jobs share the cores too
             "launch_wall_s": metered.cpu.wall_s,
             "launch_total_s": metered.cpu.total_s,
         },

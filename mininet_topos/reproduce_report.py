@@ -125,6 +125,12 @@ def pace(cells: list[CellResult], cores: int) -> str:
             f"The {cores} cores were saturated, {top} using the most: the CPU, chiefly {top}, "
             "set the pace."
         )
+    load = max((c.cpu.get("load_average", 0.0) for c in cells), default=0.0)
+    if load > cores:
+        text += (
+            f"The machine was shared (load average up to {load:.0f} on {cores} cores), so "
+            "part of any waiting was for cores other jobs held. "
+        )
     hot = max(busiest, key=lambda k: busiest[k])
     if busiest[hot] >= 0.85 * wall:
         return text + f"One {hot} process was busy nearly all the time: it set the pace."
@@ -462,10 +468,10 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
         section.body.append("Not measured yet.")
         return section
     rows = [
-        "| size (segments) | init (root) | start() CPU, root: median (min-max) | start+wait "
-        "persistent | nonblocking (ibcast + wait) | nonblocking / persistent | computation "
-        "that fits: persistent / nonblocking |",
-        "|---|---:|---|---|---|---:|---|",
+        "| size (segments) | init (root) | start() CPU, root: median (min-max) | nonblocking "
+        "call's CPU | start+wait persistent | nonblocking (ibcast + wait) | nonblocking / "
+        "persistent | computation that fits: persistent / nonblocking |",
+        "|---|---:|---|---|---|---|---:|---|",
     ]
     figures: dict[int, tuple[float | None, float | None, float | None, float | None]] = {}
     for size in sizes:
@@ -476,7 +482,8 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
         figures[size] = (init, start, pw, nb)
         rows.append(
             f"| {size_text(size)} ({segments(size)}) | {ms(init)} | "
-            f"{_cpu_spread(p.root_start_cpu_s)} | {spread_text(p.completion_s)} | "
+            f"{_cpu_spread(p.root_start_cpu_s)} | {_cpu_spread(n.root_start_cpu_s)} | "
+            f"{spread_text(p.completion_s)} | "
             f"{spread_text(n.completion_s)} | {times_text(ratio(nb, pw))} | "
             f"{ms(overlap_fit(p.overlap))} / {ms(overlap_fit(n.overlap))} |"
         )
@@ -792,6 +799,14 @@ def render(
         lines += [
             f"> **These figures are from {results.topo}, not the papers' Df(2,4,2).** They "
             "validate the harness; `make reproduce` on Df(2,4,2) replaces them.",
+            "",
+        ]
+    flavours = {r.environment.get("bmv2", {}).get("flavour", "?") for r in results.runs}
+    if flavours - {"speed"}:
+        lines += [
+            f"> **Timed on a BMv2 {'/'.join(sorted(flavours))} build**, not only the one built "
+            "for speed: switch time is several times larger there (`make doctor` says which "
+            "build runs; `make reproduce BMV2=...` picks one).",
             "",
         ]
     lines += [

@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from mininet_topos import reproduce, reproduce_fit, reproduce_plan, reproduce_report
+from mininet_topos import (
+    reproduce,
+    reproduce_bcast_sections,
+    reproduce_fit,
+    reproduce_plan,
+    reproduce_report,
+    reproduce_words,
+)
 from mininet_topos.reproduce_results import (
     CellResult,
     IncompatibleResults,
@@ -240,7 +247,7 @@ def test_an_overlap_sweep_starts_with_no_computation() -> None:
     assert [p["fraction"] for p in m.overlap] == [0.0, 1.0]
     assert m.overlap[0]["completion_s"] == pytest.approx([0.2, 0.1])
     assert m.overlap[1]["completion_s"] == pytest.approx([0.25, 0.3])
-    assert reproduce_report.overlap_fit(m.overlap) == 0.0  # 0.275 s is far above 0.15 s
+    assert reproduce_bcast_sections.overlap_fit(m.overlap) == 0.0  # 0.275 s is far above 0.15 s
 
 
 # -- the barrier model --------------------------------------------------------------------------
@@ -374,16 +381,16 @@ def test_the_pace_names_what_was_busy() -> None:
             "busiest_s": {"bmv2": 1, "agents": 0.2},
         },
     )
-    assert "saturated" in reproduce_report.pace([saturated], 2)
+    assert "saturated" in reproduce_words.pace([saturated], 2)
     one_hot = cell(
         "x:2", cpu={"wall_s": 10, "total_s": {"agents": 9.5}, "busiest_s": {"agents": 9.5}}
     )
-    assert "One agents process" in reproduce_report.pace([one_hot], 2)
+    assert "One agents process" in reproduce_words.pace([one_hot], 2)
     idle = cell("x:3", cpu={"wall_s": 10, "total_s": {"bmv2": 1}, "busiest_s": {"bmv2": 0.1}})
-    assert "waiting" in reproduce_report.pace([idle], 2)
-    assert "shared" not in reproduce_report.pace([idle], 2)
+    assert "waiting" in reproduce_words.pace([idle], 2)
+    assert "shared" not in reproduce_words.pace([idle], 2)
     busy_machine = cell("x:4", cpu={**idle.cpu, "load_average": 14.0})
-    assert "load average up to 14 on 2 cores" in reproduce_report.pace([busy_machine], 2)
+    assert "load average up to 14 on 2 cores" in reproduce_words.pace([busy_machine], 2)
 
 
 def test_progress_shows_done_total_and_time_left() -> None:

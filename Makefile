@@ -68,7 +68,7 @@ help:
 	@echo "  make test-reliability  the CI-sized fault and fuzzing tier (minutes)"
 	@echo "  make reliability  the full fault matrix on Df(2,4,2); writes docs/reliability.md"
 	@echo "  make bench        side-by-side timings; writes $(RESULTS_DIR)/"
-	@echo "  make reproduce    each seed paper's experiment on Df(2,4,2); writes docs/results.md"
+	@echo "  make reproduce    each paper's experiment on Df(2,4,2); writes docs/results.md"
 	@echo "                   (REPRODUCE_ARGS='--profile full', '--resume', BMV2=speed build)"
 	@echo "  make simulate     the same collectives on an ns-3 dragonfly (SIM_TOPO, SIM_ARGS); writes $(RESULTS_DIR)/"
 	@echo "  make lint         ruff and mypy"
@@ -164,7 +164,7 @@ reliability: need-venv need-bmv2 build
 bench: need-venv need-bmv2 build
 	$(PY) -m mininet_topos.bench --out $(RESULTS_DIR) $(BENCH_ARGS)
 
-# Each seed paper's own experiment on one network (quick profile: under 20 min on Df(2,4,2)
+# Each paper's own experiment on one network (quick profile: under 20 min on Df(2,4,2)
 # with the speed build; --profile full: under 2 h); results file docs/results.json, report
 # docs/results.md, plots docs/img/results-*.png. REPRODUCE_ARGS=--resume continues the file.
 reproduce: need-venv need-bmv2 build

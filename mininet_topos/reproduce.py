@@ -1,4 +1,4 @@
-"""``make reproduce``: each seed paper's own experiment on one network, and the report.
+"""``make reproduce``: each paper's own experiment on one network, and the report.
 
 One bring-up runs every cell still to measure (mininet_topos/reproduce_plan.py: every rank
 broadcasting at once [Ragasa], latency and throughput [IB-mcast], the persistent broadcast's

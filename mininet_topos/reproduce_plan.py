@@ -1,4 +1,4 @@
-"""``make reproduce``: each seed paper's experiment as a list of cells, per profile.
+"""``make reproduce``: each paper's experiment (README.md, Papers) as cells, per profile.
 
 A cell is one launch of agents on the network (one workload, one or more tests): the unit that
 is measured, saved and skipped on ``--resume``. Cells whose link bytes matter (every rank
@@ -22,7 +22,7 @@ BUDGET_S = {"quick": 20 * 60.0, "full": 2 * 3600.0}
 
 @dataclass(frozen=True)
 class Claim:
-    """What a seed paper reports, in its words and as the number we compare with."""
+    """What a paper reports, in its words and as the number we compare with."""
 
     paper: str  # the README's key, e.g. "[Ragasa]"
     title: str

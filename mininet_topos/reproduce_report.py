@@ -30,7 +30,7 @@ def render(
     env = results.runs[-1].environment if results.runs else {}
     cores = int(env.get("cores", 2) or 2)
     sections = [make(results, img_dir, cores) for make in SECTIONS]
-    lines = ["# The seed papers' experiments, reproduced", ""]
+    lines = ["# The papers' experiments, reproduced", ""]
     if results.topo != REFERENCE_TOPOLOGY:
         lines += [
             f"> **These figures are from {results.topo}, not the papers' Df(2,4,2).** They "

@@ -224,7 +224,8 @@ def scatter_allgather(results: Results, img_dir: Path, cores: int) -> Section:
             linestyle="none",
             label="global-link kB",
         )
-        twin.set(ylabel="global-link kB per operation")
+        twin.set(ylabel="global-link kB per operation (dots)")
+        twin.set_ylim(bottom=0)
     fig.tight_layout()
     path = figure_path(img_dir, "df-scatter")
     fig.savefig(path, dpi=100)

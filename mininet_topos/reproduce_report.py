@@ -93,7 +93,7 @@ def environment_lines(results: Results) -> list[str]:
             f"| {index + 1} ({cells} cells) | {run.started} | {run.commit} | "
             f"{bmv2.get('flavour', '?')} build, `{bmv2.get('binary', '?')}` | "
             f"{str(env.get('p4c', '?')).split('  ')[0]} | {env.get('cores', '?')} "
-            f"({load[0] if load else '?'}) | `{run.command}` |"
+            f"({f'{load[0]:.1f}' if load else '?'}) | `{run.command}` |"
         )
     lines += ["", f"Topology {results.topo}; seed {results.seed}; profile {results.profile}."]
     return lines

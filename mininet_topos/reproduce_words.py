@@ -108,19 +108,20 @@ def pace(cells: list[CellResult], cores: int) -> str:
             f"The {cores} cores were saturated, {top} using the most: the CPU, chiefly {top}, "
             "set the pace."
         )
-    load = max((c.cpu.get("load_average", 0.0) for c in cells), default=0.0)
-    if load > cores:
-        text += (
-            f"The machine was shared (load average up to {load:.0f} on {cores} cores), so "
-            "part of any waiting was for cores other jobs held. "
-        )
     hot = max(busiest, key=lambda k: busiest[k])
     if busiest[hot] >= 0.85 * wall:
         return text + f"One {hot} process was busy nearly all the time: it set the pace."
+    share = f"Together they used {used / (cores * wall):.0%} of the {cores} cores"
+    load = max((c.cpu.get("load_average", 0.0) for c in cells), default=0.0)
+    if load > cores:
+        return text + (
+            f"{share}, but runnable threads outnumbered the cores (load average up to "
+            f"{load:.0f} on {cores}, ours and any other jobs'): waiting for a core set the "
+            f"pace as much as the protocol's round trips did; of ours, {top} was the busiest."
+        )
     return text + (
-        f"Together they used {used / (cores * wall):.0%} of the {cores} cores and no single "
-        "process was saturated: waiting (round trips, acknowledgements, timers) set the pace, "
-        f"not CPU; the busiest type was {top}."
+        f"{share} and no single process was saturated: waiting (round trips, "
+        f"acknowledgements, timers) set the pace, not CPU; the busiest type was {top}."
     )
 
 

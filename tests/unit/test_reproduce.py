@@ -388,9 +388,9 @@ def test_the_pace_names_what_was_busy() -> None:
     assert "One agents process" in reproduce_words.pace([one_hot], 2)
     idle = cell("x:3", cpu={"wall_s": 10, "total_s": {"bmv2": 1}, "busiest_s": {"bmv2": 0.1}})
     assert "waiting" in reproduce_words.pace([idle], 2)
-    assert "shared" not in reproduce_words.pace([idle], 2)
     busy_machine = cell("x:4", cpu={**idle.cpu, "load_average": 14.0})
-    assert "load average up to 14 on 2 cores" in reproduce_words.pace([busy_machine], 2)
+    assert "load average up to 14 on 2" in reproduce_words.pace([busy_machine], 2)
+    assert "waiting for a core" in reproduce_words.pace([busy_machine], 2)
 
 
 def test_progress_shows_done_total_and_time_left() -> None:

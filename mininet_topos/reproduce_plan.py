@@ -152,7 +152,7 @@ def plan(profile: str, hosts: int) -> list[CellSpec]:
 ALL_ROOTS_CELL_CAP_S = 12 * 60.0
 
 
-def _all_roots(hosts: int, full: bool) -> list[CellSpec]:
+def _all_roots_uncapped(full: bool) -> list[CellSpec]:
     # (size, iterations, warm-up): every rank roots one broadcast, so an operation moves
     # ranks^2 times the size; large sizes get fewer. The quick profile's 16 KiB cells skip
     # the warm-up: the 1 B cells before them warmed every path.
@@ -168,7 +168,7 @@ def _all_roots(hosts: int, full: bool) -> list[CellSpec]:
         if full
         else ((1, 2, 1), (16384, 2, 0))
     )
-    cells = [
+    return [
         CellSpec(
             "ragasa",
             f"{algorithm}/{size}",
@@ -178,6 +178,10 @@ def _all_roots(hosts: int, full: bool) -> list[CellSpec]:
         for size, it, warm in sizes
         for algorithm in BCAST_ALL_ROOTS
     ]
+
+
+def _all_roots(hosts: int, full: bool) -> list[CellSpec]:
+    cells = _all_roots_uncapped(full)
     if not full:
         return cells
     # a size is kept for every algorithm or for none, so the sizes compare side by side
@@ -192,12 +196,7 @@ def left_out(profile: str, hosts: int) -> list[str]:
     if profile != "full":
         return []
     kept = {c.key for c in _all_roots(hosts, True)}
-    everything = [
-        CellSpec("ragasa", f"{a}/{size}", (CollectiveTest("bcast", a, (size,), 1, 0),))
-        for size in (262144, 1048576, 65536)
-        for a in BCAST_ALL_ROOTS
-    ]
-    return sorted({c.key for c in everything} - kept)
+    return [c.key for c in _all_roots_uncapped(True) if c.key not in kept]
 
 
 def _latency_throughput(full: bool) -> list[CellSpec]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from controller import wire
 from controller.topology import parse_spec
 from mininet_topos.reproduce_plan import ALL_ROOTS_CELL_CAP_S, PAPER_VALUES, left_out, segments
 from mininet_topos.reproduce_results import CellResult, Measurement, Results, spread
@@ -321,10 +322,13 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
     if not sizes:
         section.body.append("Not measured yet.")
         return section
+    # frames of the run's MTU (runs before the MTU was recorded used standard Ethernet)
+    mtu = int(results.runs[-1].environment.get("mtu", wire.MTU)) if results.runs else wire.MTU
+    segment = wire.max_payload(mtu)
     rows = [
-        "| size (segments) | init (root) | start() CPU, root: median (min-max) | nonblocking "
-        "call's CPU | start+wait persistent | nonblocking (ibcast + wait) | nonblocking / "
-        "persistent | computation that fits: persistent / nonblocking |",
+        f"| size (segments of {segment} B) | init (root) | start() CPU, root: median "
+        "(min-max) | nonblocking call's CPU | start+wait persistent | nonblocking (ibcast + "
+        "wait) | nonblocking / persistent | computation that fits: persistent / nonblocking |",
         "|---|---:|---|---|---|---|---:|---|",
     ]
     figures: dict[int, tuple[float | None, float | None, float | None, float | None]] = {}
@@ -335,7 +339,7 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
         pw, nb = median(p.completion_s), median(n.completion_s)
         figures[size] = (init, start, pw, nb)
         rows.append(
-            f"| {size_text(size)} ({segments(size)}) | {ms(init)} | "
+            f"| {size_text(size)} ({segments(size, segment)}) | {ms(init)} | "
             f"{_cpu_spread(p.root_start_cpu_s)} | {_cpu_spread(n.root_start_cpu_s)} | "
             f"{spread_text(p.completion_s)} | "
             f"{spread_text(n.completion_s)} | {times_text(ratio(nb, pw))} | "
@@ -380,7 +384,7 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
     ]
     plt = pyplot()
     fig, (ax_cost, ax_overlap) = plt.subplots(1, 2, figsize=(11, 4))
-    xs = [segments(s) for s in sizes]
+    xs = [segments(s, segment) for s in sizes]
     for label, index in (
         ("init (root)", 0),
         ("start() CPU (root)", 1),

@@ -44,6 +44,7 @@ class Refusal(enum.StrEnum):
     NOT_REPORTER = "ACK or NACK from a node that does not report to this node"
     NOT_MY_SWITCH = "RELEASE, RESULT or merged ACK not sent by this host's switch"
     NOT_MERGED = "merged ACK for a multicast this node roots without switch-merged ACKs"
+    NOT_AGGREGATED = "NACK on behalf of a node the sender does not aggregate"
 
 
 class Entitlement:
@@ -123,6 +124,16 @@ class Entitlement:
         if self.plan is None or not self.plan(hdr.comm_id, hdr.root_node, hdr.tree).merged_by:
             return Refusal.NOT_MERGED
         return None
+
+    def on_behalf(self, hdr: wire.Header) -> Refusal | None:
+        """A NACK's ``tag`` names the member a co-root asks for: one of the members that
+        co-root aggregates for that multicast (0: the sender asks for itself)."""
+        if not hdr.tag:
+            return None
+        if self.plan is None:
+            return Refusal.NOT_AGGREGATED
+        group = self.plan(hdr.comm_id, hdr.root_node, hdr.tree).aggregates.get(hdr.src_node, ())
+        return None if hdr.tag in group else Refusal.NOT_AGGREGATED
 
     def from_my_switch(self, hdr: wire.Header) -> Refusal | None:
         """A frame only a switch makes (RELEASE, RESULT): from the host's own switch."""

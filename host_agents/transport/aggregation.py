@@ -44,6 +44,7 @@ class Aggregator:
         # (member asked for, or 0 for the co-root itself; first segment of a range) -> when
         self.forwarded: dict[tuple[int, int], float] = {}
         self.probe: asyncio.TimerHandle | None = None  # repairs unasked: see CoRoots
+        self.complete_at: float | None = None  # when this co-root's own copy completed
         self.repaired: dict[tuple[int, int], float] = {}  # (member, segment) -> when
 
     def cancel_timers(self) -> None:
@@ -68,6 +69,8 @@ class CoRoots:
         self.cfg = endpoint.cfg
         self.loop = endpoint.loop
         self.inbox = inbox
+        # how long after this co-root's copy completes its members' final ACKs come (EWMA)
+        self.member_lag = 0.0
         self._aggregators: dict[McastKey, Aggregator] = {}
         # copies of messages the caller has taken while members still miss parts of them
         self._held: collections.OrderedDict[McastKey, Source] = collections.OrderedDict()
@@ -121,10 +124,15 @@ class CoRoots:
             return
         repeated = not agg.merge(member, cum)
         merged = min(agg.cum.values())
+        now = self.loop.time()
         if member == self.endpoint.node and cum >= ack.seg_count and agg.probe is None:
-            agg.probe = self.loop.call_later(
-                self.cfg.coroot_probe_delay, self._probe, key, ack.seg_count
-            )
+            agg.complete_at = now
+            # probe only once members are late by their usual measure: on a busy host their
+            # final ACKs lag, and repairs they did not need would only add to the load
+            delay = max(self.cfg.coroot_probe_delay, 4 * self.member_lag)
+            agg.probe = self.loop.call_later(delay, self._probe, key, ack.seg_count)
+        elif cum >= ack.seg_count and not repeated and agg.complete_at is not None:
+            self.member_lag += (max(0.0, now - agg.complete_at) - self.member_lag) / 8
         if merged >= ack.seg_count:
             agg.cancel_timers()
             del self._aggregators[key]

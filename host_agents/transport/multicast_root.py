@@ -42,6 +42,7 @@ class McastRoot:
         cfg, loop = endpoint.cfg, endpoint.loop
         self.key = key
         self.source = source
+        self.receivers = plan.receivers
         self.seg_count = segment_count(source.size, cfg.segment_size)
         self.cum = dict.fromkeys(plan.ack_sources, 0)  # ACK source -> segments it has
         # the root merges the ACKs of its own dragonfly group
@@ -146,10 +147,37 @@ class MulticastRoots:
             )
             return
         first = root.slowest
-        for seg in range(first, min(first + 4, root.next_new)):
-            self._transmit(root, seg, retransmit=True)
+        segments = range(first, min(first + 4, root.next_new))
+        behind = self._behind(root, first)
+        if len(behind) > max(1, len(root.receivers) // 4):
+            for seg in segments:  # many behind: one copy down the whole tree serves them all
+                self._transmit(root, seg, retransmit=True)
+        else:
+            # a few behind (a co-root then repairs its group): a copy each, not 71
+            for node in behind:
+                for seg in segments:
+                    send_mcast_segment(
+                        self.endpoint, root.key, root.source, seg, Flag.REPAIR, repair_to=node
+                    )
+                    root.sent_at.pop(seg, None)  # Karn: no round-trip sample from it
+                    self.endpoint.stats.retransmissions += 1
         root.backoff *= 2
         root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
+
+    def _behind(self, root: McastRoot, first: int) -> list[int]:
+        """The nodes whose reports hold the root at ``first``: co-roots, direct receivers, or
+        members of the root's own group (it merges their ACKs itself)."""
+        behind: list[int] = []
+        for source, cum in root.cum.items():
+            if cum > first:
+                continue
+            if source == self.endpoint.node and root.group is not None:
+                behind += [m for m, c in root.group.cum.items() if c <= first]
+            elif source in root.receivers:
+                behind.append(source)
+            elif source != self.endpoint.node:
+                return list(root.receivers)  # the switches merge the ACKs: anyone may be behind
+        return behind
 
     def on_ack(self, key: McastKey, member: int, cum: int) -> bool:
         """An ACK (merged by a co-root, or from a member of the root's own group); False when

@@ -270,3 +270,33 @@ def test_a_slow_host_learns_to_wait_longer_before_asking_for_a_tail() -> None:
         assert max(false_alarms) >= 2 * CONFIG.tail_delay
 
     asyncio.run(asyncio.wait_for(body(), 60))
+
+
+def test_a_timeout_with_one_member_behind_repairs_it_alone() -> None:
+    """A member of the root's own group loses every segment (it cannot NACK, and the root is
+    its co-root): the root's timeout sends that member a copy, not the whole tree one."""
+    plan = plan_of()
+    member = next(n for n, target in plan.ack_target.items() if target == ROOT)
+    config = dataclasses.replace(CONFIG, rto_initial=0.2, rto_min=0.2)
+    data = random.Random(8).randbytes(3 * wire.MAX_PAYLOAD)
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        return link == to_host(member) and data_segment()(wire.parse_frame(frame).hdr)
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            TOPO, MEMBERS, loop=loop, config=config, options=OPTIONS, faults=Faults(drop_if=drop_if)
+        )
+        got = await asyncio.gather(
+            *(
+                c.bcast(data if c.rank == 0 else None, 0, size=len(data), algorithm="innet")
+                for c in cluster.comms
+            )
+        )
+        assert all(g == data for g in got)
+        stats = cluster.comms[0].engine.stats
+        assert stats.mcast_retransmissions == 0, "one member behind: no copy down the tree"
+        assert stats.retransmissions >= 3
+
+    asyncio.run(asyncio.wait_for(body(), 30))

@@ -27,8 +27,11 @@ pytestmark = pytest.mark.unit
 TOPO: Topology = dragonfly(2, 2, 2)  # 5 groups, 10 routers, 20 hosts
 HOSTS = tuple(h.node_id for h in TOPO.hosts)
 CONFIG = EngineConfig(rto_initial=0.02, rto_min=0.005, nack_delay=0.001, peer_timeout=30.0)
-# counting ACKs: no loss, and a root patient enough for a slow in-process run never times out
-PATIENT = dataclasses.replace(CONFIG, rto_initial=5.0, rto_min=5.0)
+# counting ACKs: no loss, and no timer (root timeout, tail NACK, co-root probe) may fire on a
+# slow machine, so every ACK counted is one the protocol needs
+PATIENT = dataclasses.replace(
+    CONFIG, rto_initial=5.0, rto_min=5.0, tail_delay=1.0, coroot_probe_delay=5.0
+)
 TIMEOUTS = {"progress_timeout": 30.0, "first_data_timeout": 60.0, "op_timeout": 120.0}
 SWITCH = CommOptions(ack_merge="switch", **TIMEOUTS)  # type: ignore[arg-type]
 COROOTS = CommOptions(ack_merge="coroots", **TIMEOUTS)  # type: ignore[arg-type]

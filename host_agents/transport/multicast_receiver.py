@@ -88,7 +88,7 @@ class MulticastReceiver:
         if msg.done.done():
             msg.cancel_timers()
             if merged:
-                self.switch_acks.progress(msg, hdr)
+                self.switch_acks.on_segment(msg, hdr, new=new)
             elif not no_ack:
                 self._report(hdr, target, msg.seg_count, final=True)
             if msg.consumed:
@@ -101,10 +101,7 @@ class MulticastReceiver:
             delay = self.endpoint.rng.uniform(0.2, 1.0) * self.cfg.nack_delay
             msg.nack_timer = self.loop.call_later(delay, self._nack, msg, hdr, target)
         if merged:
-            if new:
-                self.switch_acks.progress(msg, hdr)
-            else:
-                self.switch_acks.repeat(hdr, msg.contiguous, msg.seg_count)
+            self.switch_acks.on_segment(msg, hdr, new=new)
             return
         if not new or msg.unacked >= self.cfg.ack_every:
             self._ack_now(msg, hdr, target)

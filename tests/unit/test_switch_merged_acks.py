@@ -229,6 +229,34 @@ def test_lost_merged_ack_is_recovered_by_the_receivers_repeats() -> None:
     run(body)
 
 
+def test_receivers_that_have_not_called_bcast_yet_repeat_too() -> None:
+    """The data arrives early everywhere (no receiver has called bcast yet) and the first
+    merged ACK is lost: the receivers' complete but unconsumed messages must answer the
+    root's retransmission, or the root waits for receivers that are busy elsewhere."""
+    lost = [0]
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        if is_merged_ack(frame) and link[0] == TOPO.host_by_node(HOSTS[0]).switch and not lost[0]:
+            lost[0] = 1
+            return True
+        return False
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO, HOSTS, loop=loop, config=CONFIG, options=SWITCH, faults=Faults(drop_if=drop_if)
+        )
+        data = random.Random(3).randbytes(KIB16)
+        root = cluster.comms[0]
+        await asyncio.wait_for(root.bcast(data, 0, size=len(data), algorithm="innet"), 10)
+        assert lost[0] == 1
+        results = await asyncio.gather(
+            *(c.bcast(None, 0, size=len(data), algorithm="innet") for c in cluster.comms[1:])
+        )
+        assert all(r == data for r in results)
+
+    run(body)
+
+
 def test_switch_that_forgets_its_cells_still_completes() -> None:
     """Every switch loses its ACK-merge cells (a restart) while the first merged ACKs are on
     their way: the receivers' repeats rebuild them."""

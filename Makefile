@@ -22,6 +22,7 @@ LAUNCH_ARGS ?= --collective bcast --algorithms innet,binomial --sizes 1,16384
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 RELIABILITY_ARGS ?=
+REPRODUCE_ARGS ?=
 SIM_TOPO ?= df:2,4,2
 SIM_ARGS ?=
 TNA_INCLUDE_DIR ?=
@@ -47,7 +48,7 @@ define run_pytest
 endef
 
 .PHONY: help deps doctor build build-tna run smoke launch test test-e2e test-e2e-subset test-reliability \
-        reliability bench simulate lint \
+        reliability bench reproduce simulate lint \
         format stop clean need-venv need-bmv2 need-p4c
 
 help:
@@ -67,6 +68,8 @@ help:
 	@echo "  make test-reliability  the CI-sized fault and fuzzing tier (minutes)"
 	@echo "  make reliability  the full fault matrix on Df(2,4,2); writes docs/reliability.md"
 	@echo "  make bench        side-by-side timings; writes $(RESULTS_DIR)/"
+	@echo "  make reproduce    each paper's experiment on Df(2,4,2); writes docs/results.md"
+	@echo "                   (REPRODUCE_ARGS='--profile full', '--resume', BMV2=speed build)"
 	@echo "  make simulate     the same collectives on an ns-3 dragonfly (SIM_TOPO, SIM_ARGS); writes $(RESULTS_DIR)/"
 	@echo "  make lint         ruff and mypy"
 	@echo "  make stop         remove every process, namespace and interface a run left behind"
@@ -160,6 +163,12 @@ reliability: need-venv need-bmv2 build
 
 bench: need-venv need-bmv2 build
 	$(PY) -m mininet_topos.bench --out $(RESULTS_DIR) $(BENCH_ARGS)
+
+# Each paper's own experiment on one network (quick profile: under 20 min on Df(2,4,2)
+# with the speed build; --profile full: under 2 h); results file docs/results.json, report
+# docs/results.md, plots docs/img/results-*.png. REPRODUCE_ARGS=--resume continues the file.
+reproduce: need-venv need-bmv2 build
+	$(PY) -m mininet_topos.reproduce $(REPRODUCE_ARGS)
 
 # The collectives on ns-3 instead of BMv2 (no root, no BMv2): make simulate SIM_TOPO=df:6,12,6
 # SIM_ARGS='--run scatter:tree,lin:1024'. docs/scale.md.

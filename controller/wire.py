@@ -19,7 +19,12 @@ ETHERTYPE_IPV4 = 0x0800
 PROTOCOL_VERSION = 1
 
 ETH_HEADER_LEN = 14
-MTU = 1500
+MTU = 1500  # standard Ethernet: what a frame must fit unless the links say otherwise
+# Jumbo frames, the Mininet networks' default (mininet_topos.network.NetworkOptions.mtu):
+# HPC fabrics carry 4-9 KB per packet, and in the emulator every frame costs a Python
+# wake-up and several BMv2 thread hand-offs, so fewer, larger frames keep it from being
+# frame-bound (a 16 KiB broadcast is 2 segments instead of 12).
+JUMBO_MTU = 9000
 
 # Node id space (16 bits). Hosts are numbered 1..N, switches get an id of their own so mini
 # packets and pings can be addressed to them, and the management node has a fixed id.
@@ -87,7 +92,10 @@ class Tree(enum.IntEnum):
 TREE_MAX = 2
 
 
-class Flag(enum.IntFlag):
+class Flag:
+    """Header flag bits. Plain ints, not an IntFlag: agents test them on every frame, and
+    ``int & IntFlag`` goes through the enum machinery (a third of a frame's parse time)."""
+
     NONE = 0
     RETRANSMIT = 0x01  # this data frame is a retransmission
     LAST = 0x02  # last segment of its message (redundant with seg_count, eases pcaps)
@@ -265,6 +273,15 @@ _ETH = struct.Struct("!6s6sH")
 HEADER_LEN = _HDR.size
 MP_LEN = _MP.size
 MAX_PAYLOAD = MTU - HEADER_LEN
+
+
+def max_payload(mtu: int) -> int:
+    """Bytes of collective payload one frame carries on links of ``mtu``."""
+    if not HEADER_LEN + 8 <= mtu <= 0xFFFF:
+        raise ValueError(f"MTU {mtu} is outside {HEADER_LEN + 8}..65535")
+    return mtu - HEADER_LEN
+
+
 assert HEADER_LEN == sum(w for _, w in HEADER_FIELDS) // 8 == 40
 assert MP_LEN == sum(w for _, w in MP_FIELDS) // 8 == 20
 
@@ -293,7 +310,9 @@ class Header:
     payload_crc: int = 0
     version: int = PROTOCOL_VERSION
 
-    def pack(self) -> bytes:
+    def pack(self, payload_len: int | None = None, payload_crc: int | None = None) -> bytes:
+        """The header's bytes; ``payload_len``/``payload_crc`` override the fields (what
+        :func:`build_frame` sets, without copying the header first)."""
         return _HDR.pack(
             self.version,
             self.op,
@@ -309,9 +328,9 @@ class Header:
             self.seg_idx,
             self.seg_count,
             self.msg_len,
-            self.payload_len,
+            self.payload_len if payload_len is None else payload_len,
             self.reserved,
-            self.payload_crc,
+            self.payload_crc if payload_crc is None else payload_crc,
         )
 
     @classmethod
@@ -416,11 +435,13 @@ def build_frame(
     if len(payload) > 0xFFFF:  # the in-process fabric may use segments above the MTU
         raise WireError(f"payload of {len(payload)} bytes does not fit payload_len")
     crc = 0 if hdr.op in AGG_OPS else payload_crc(payload)  # switches rewrite the lanes
-    hdr = replace(hdr, payload_len=len(payload), payload_crc=crc)
-    parts = [_ETH.pack(dst_mac, src_mac, ETHERTYPE_COLL), hdr.pack()]
+    parts: list[bytes | memoryview] = [
+        _ETH.pack(dst_mac, src_mac, ETHERTYPE_COLL),
+        hdr.pack(len(payload), crc),
+    ]
     if mp is not None:
         parts.append(mp.pack())
-    parts.append(bytes(payload))
+    parts.append(payload)  # join copies it once
     return b"".join(parts)
 
 

@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from host_agents import workload_modes
 from host_agents.collectives import Call
 from host_agents.comm import Comm, CommOptions, Persistent
 from host_agents.directory import Directory
@@ -39,7 +40,19 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
     out = []
     sync = "innet" if comm.innet else "dissemination"
     for size in test.sizes:
+        cpu_before, window_start = time.process_time(), time.monotonic()
+        if test.mode != "single":
+            measure = (
+                workload_modes.all_roots if test.mode == "all_roots" else workload_modes.overlap
+            )
+            entry = await measure(comm, test, index, seed, size)
+            cpu = time.process_time() - cpu_before
+            window = (window_start, time.monotonic())
+            out.append({**entry, "cpu_seconds": cpu, "window": window})
+            continue
         times: list[float] = []
+        stamps: list[tuple[float, float]] = []  # monotonic start and end: one clock per machine
+        start_cpu: list[float] = []  # CPU time of the start call alone ([Tofu2]'s MPI_Start)
         wrong = 0
         persistent: Persistent[Any] | None = None
         init_s = 0.0
@@ -62,8 +75,8 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
                 test.op,
             )
             data = instance.contribution()
-            started = time.perf_counter()
-            result = await _one(comm, test, size, data, persistent)
+            began, started = time.monotonic(), time.perf_counter()
+            result, cpu = await _one(comm, test, size, data, persistent)
             elapsed = time.perf_counter() - started
             chosen = persistent.algorithm if persistent else comm.last_choice
             expected = instance.expected()
@@ -79,6 +92,8 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
                 )
             if iteration >= test.warmup:
                 times.append(elapsed)
+                stamps.append((began, time.monotonic()))
+                start_cpu.append(cpu)
         out.append(
             {
                 "collective": test.collective,
@@ -90,6 +105,13 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
                 "init_seconds": init_s,
                 "times": times,
                 "wrong": wrong,
+                "mode": test.mode,
+                "stamps": stamps,
+                "start_cpu": start_cpu,
+                "cpu_seconds": time.process_time() - cpu_before,
+                # when this size ran (monotonic, one clock per machine): CPU of the switches
+                # is read for this window
+                "window": (window_start, time.monotonic()),
             }
         )
     return out
@@ -107,12 +129,16 @@ async def _one(
     size: int,
     data: bytes | None,
     persistent: Persistent[Any] | None,
-) -> Any:
+) -> tuple[Any, float]:
+    """The operation's result, and the CPU time its start call took."""
+    cpu = time.thread_time()
     if persistent is not None:
-        persistent.start(data)
-        return await persistent.wait()
-    call = Call(data, test.root, size, test.op)
-    return await comm.run(test.collective, call, algorithm=test.algorithm)
+        request = persistent.start(data)
+    else:
+        call = Call(data, test.root, size, test.op)
+        request = comm.start(test.collective, call, algorithm=test.algorithm)
+    cpu = time.thread_time() - cpu
+    return await request.wait(), cpu
 
 
 async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
@@ -175,6 +201,7 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
         LOG.debug("%s", traceback.format_exc())
     finally:
         report["stats"] = engine.stats.as_dict()
+        report["cpu_seconds"] = time.process_time()  # the whole process, start-up included
         await service.close()
     return report
 

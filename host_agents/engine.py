@@ -25,8 +25,6 @@ communicators. A message whose peer makes no progress for ``peer_timeout`` fails
 from __future__ import annotations
 
 import asyncio
-import collections
-import logging
 import random
 
 from controller import wire
@@ -44,6 +42,7 @@ from host_agents.transport.config import (
     PeerTimeout,
     SizeMismatch,
 )
+from host_agents.transport.drops import DropLog
 from host_agents.transport.feedback import unpack_ranges
 from host_agents.transport.inbox import Inbox
 from host_agents.transport.keys import McastKey, UnicastKey
@@ -67,7 +66,6 @@ __all__ = [
     "Source",
 ]
 
-LOG = logging.getLogger(__name__)
 
 Data = Source | bytes | bytearray | memoryview
 
@@ -96,11 +94,11 @@ class Engine:
         self.entitled = Entitlement(node_id, directory, plan)
         self._newest_epoch: dict[int, int] = {}  # comm -> newest epoch this rank started
         self._closing: dict[int, asyncio.TimerHandle] = {}  # freed comm -> its purge
-        self._log_budget: collections.Counter[str] = collections.Counter()
+        self.drop = DropLog(node_id, self.stats)  # count and log a rejected frame
         self._inbox = Inbox(self, self._accepts_early)
         self._unicast = Unicast(self, self._inbox)
         self._roots = MulticastRoots(self)
-        self._coroots = CoRoots(self)
+        self._coroots = CoRoots(self, self._inbox)
         self._publisher = Publisher(self)
         self._repairs = RepairRequests(self)
         self._mcast_rx = MulticastReceiver(
@@ -219,6 +217,7 @@ class Engine:
 
     def consume(self, msg: Incoming) -> None:
         """The caller has the data: forget the message, remember it to re-ACK duplicates."""
+        self._coroots.keep(msg)
         self._inbox.consume(msg)
 
     # -- multicast --------------------------------------------------------------------------
@@ -274,12 +273,16 @@ class Engine:
             return  # a late ACK for a multicast this node finished rooting
         self._coroots.on_ack(key, ack)
 
-    def _route_nack(self, key: McastKey, ranges: list[tuple[int, int]]) -> None:
-        if self._roots.on_nack(key, ranges):
+    def _route_nack(
+        self, key: McastKey, ranges: list[tuple[int, int]], requester: int | None = None
+    ) -> None:
+        """Missing ranges of ``requester`` (None: this node itself) for a multicast this node
+        roots or aggregates."""
+        if self._roots.on_nack(key, ranges, requester):
             return
         if key.root == self.node:
             return  # ours, not yet published or already withdrawn: nothing to repair from
-        self._coroots.forward_nack(key, ranges)
+        self._coroots.forward_nack(key, ranges, requester)
 
     # -- barrier ----------------------------------------------------------------------------
 
@@ -392,28 +395,14 @@ class Engine:
         if published:
             self._publisher.repair(key, hdr.src_node, ranges)
             return
-        self._route_nack(key, ranges)
+        refusal = self.entitled.on_behalf(hdr)
+        if refusal is not None:
+            self.drop(refusal, hdr)
+            return
+        self._route_nack(key, ranges, hdr.tag or hdr.src_node)
 
     # -- reachability probes ----------------------------------------------------------------
 
     def ping(self, dst: int, seq: int, dst_mac: bytes | None = None) -> asyncio.Future[float]:
         """Send a PING; the future gives the round-trip time when the PONG arrives."""
         return self._probes.ping(dst, seq, dst_mac)
-
-    # -- bad input --------------------------------------------------------------------------
-
-    def drop(self, reason: str, hdr: wire.Header | None) -> None:
-        """Count and log (rate-limited: the first few, then every 1000th) a rejected frame."""
-        key = reason.split(":")[0]
-        self.stats.dropped[key] += 1
-        seen = self._log_budget[key]
-        self._log_budget[key] += 1
-        if seen < 5 or seen % 1000 == 0:
-            where = (
-                f" (op {hdr.op} comm {hdr.comm_id} epoch {hdr.epoch} from node {hdr.src_node})"
-                if hdr is not None
-                else ""
-            )
-            LOG.warning(
-                "node %d rejected a frame: %s%s [%d so far]", self.node, reason, where, seen + 1
-            )

@@ -11,7 +11,8 @@ frame                  entitled sender
 =====================  ================================================================
 unicast data           a member of the communicator
 multicast data         the multicast's root itself, a member (relays root their own trees)
-repair (unicast)       the multicast's root (only it keeps published data for repairs)
+repair (unicast)       the multicast's root, or (acknowledged multicasts) the co-root this
+                       node reports to, which repairs its group from its own copy
 multicast ACK / NACK   a node whose plan reports to this node: a co-root or direct receiver
                        at the root, a group member at a co-root, any receiver at the root of
                        a published (unacknowledged) multicast
@@ -43,6 +44,7 @@ class Refusal(enum.StrEnum):
     NOT_REPORTER = "ACK or NACK from a node that does not report to this node"
     NOT_MY_SWITCH = "RELEASE, RESULT or merged ACK not sent by this host's switch"
     NOT_MERGED = "merged ACK for a multicast this node roots without switch-merged ACKs"
+    NOT_AGGREGATED = "NACK on behalf of a node the sender does not aggregate"
 
 
 class Entitlement:
@@ -69,18 +71,21 @@ class Entitlement:
         members = self._members(hdr.comm_id)
         if members is None:
             return Refusal.UNKNOWN_COMM
-        if hdr.src_node != hdr.root_node:
-            return Refusal.NOT_ROOT
         if hdr.root_node not in members:
             return Refusal.ROOT_NOT_MEMBER
         if hdr.flags & wire.Flag.NO_ACK:
+            if hdr.src_node != hdr.root_node:
+                return Refusal.NOT_ROOT
             return None if self.node in members else Refusal.NOT_RECEIVER
-        if (
-            self.plan is None
-            or self.node not in self.plan(hdr.comm_id, hdr.root_node, hdr.tree).ack_target
-        ):
+        if self.plan is None:
             return Refusal.NOT_RECEIVER
-        return None
+        target = self.plan(hdr.comm_id, hdr.root_node, hdr.tree).ack_target.get(self.node)
+        if target is None:
+            return Refusal.NOT_RECEIVER
+        if hdr.src_node == hdr.root_node:
+            return None
+        by_coroot = hdr.op == wire.Op.UNICAST and hdr.flags & wire.Flag.REPAIR
+        return None if by_coroot and hdr.src_node == target else Refusal.NOT_ROOT
 
     def reporters(self, comm: int, root: int, tree: int, *, published: bool) -> frozenset[int]:
         """Nodes whose ACKs and NACKs of the multicast (comm, root, tree) this node takes."""
@@ -119,6 +124,16 @@ class Entitlement:
         if self.plan is None or not self.plan(hdr.comm_id, hdr.root_node, hdr.tree).merged_by:
             return Refusal.NOT_MERGED
         return None
+
+    def on_behalf(self, hdr: wire.Header) -> Refusal | None:
+        """A NACK's ``tag`` names the member a co-root asks for: one of the members that
+        co-root aggregates for that multicast (0: the sender asks for itself)."""
+        if not hdr.tag:
+            return None
+        if self.plan is None:
+            return Refusal.NOT_AGGREGATED
+        group = self.plan(hdr.comm_id, hdr.root_node, hdr.tree).aggregates.get(hdr.src_node, ())
+        return None if hdr.tag in group else Refusal.NOT_AGGREGATED
 
     def from_my_switch(self, hdr: wire.Header) -> Refusal | None:
         """A frame only a switch makes (RELEASE, RESULT): from the host's own switch."""

@@ -16,6 +16,8 @@ from typing import Any
 
 from host_agents.collectives import Case, collective
 
+MODES = ("single", "all_roots", "overlap")
+
 
 @dataclass(frozen=True, slots=True)
 class CollectiveTest:
@@ -28,9 +30,21 @@ class CollectiveTest:
     persistent: bool = False
     sync: bool = True  # a barrier before each iteration (OSU style); False: back to back
     op: str = "sum"  # reductions only (host_agents.reduction)
+    # how an iteration runs (host_agents.workload_modes): "single" (one operation), "all_roots"
+    # (every rank roots one operation, all started at once, then all waited for: [Ragasa]'s
+    # experiment) or "overlap" (blocking "computation" between start and wait, [Tofu2])
+    mode: str = "single"
+    # overlap only: the computation as fractions of the rank's own start+wait without any
+    compute: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
-        collective(self.collective)  # raises, naming the known ones
+        coll = collective(self.collective)  # raises, naming the known ones
+        if self.mode not in MODES:
+            raise ValueError(f"mode {self.mode!r}: expected one of {', '.join(MODES)}")
+        if self.mode == "all_roots" and not coll.has_root:
+            raise ValueError(f"mode all_roots needs a rooted collective, not {self.collective}")
+        if any(f < 0 for f in self.compute):
+            raise ValueError("compute fractions must be non-negative")
         if self.iterations < 1 or self.warmup < 0:
             raise ValueError("iterations must be at least 1 and warmup at least 0")
         if any(s < 0 for s in self.sizes):
@@ -56,7 +70,12 @@ class Workload:
     def load(cls, path: Path) -> Workload:
         data = json.loads(path.read_text())
         data["members"] = tuple(data["members"])
-        data["tests"] = [CollectiveTest(**{**t, "sizes": tuple(t["sizes"])}) for t in data["tests"]]
+        data["tests"] = [
+            CollectiveTest(
+                **{**t, "sizes": tuple(t["sizes"]), "compute": tuple(t.get("compute", ()))}
+            )
+            for t in data["tests"]
+        ]
         return cls(**data)
 
 

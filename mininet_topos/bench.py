@@ -28,25 +28,20 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from controller import p4info, routing, trees, wire
-from controller.topology import Topology
+from controller import p4info, wire
 from host_agents.collectives import COLLECTIVES
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.bmv2 import describe, timing_warning
 from mininet_topos.linkfaults import Impairment
+from mininet_topos.measure import (
+    LinkMeter,
+    columns_for,
+    metered_launch,
+    minimum_bytes,
+)
 from mininet_topos.network import NetcollNetwork, NetworkOptions
 
-DATA_COLUMNS = (
-    wire.Op.MCAST,
-    wire.Op.UNICAST,
-    wire.Op.ACK,
-    wire.Op.NACK,
-    wire.Op.CTRL,
-    wire.Op.REDUCE,
-    wire.Op.RESULT,
-)
-BARRIER_COLUMNS = (wire.Op.ARRIVE, wire.Op.RELEASE)
 FULL_SIZES = {
     "bcast": (1, 1024, 16384, 262144),
     "scatter": (1, 1024, 16384),
@@ -74,87 +69,6 @@ BASELINES = {
 }
 
 
-class LinkMeter:
-    """Bytes that crossed links, from every switch's per-port, per-op counters."""
-
-    def __init__(self, net: NetcollNetwork) -> None:
-        self.net = net
-        assert net.control is not None
-        self.control = net.control
-        self.kinds = {
-            (s, p): info.kind
-            for s in range(net.topo.num_switches)
-            for p, info in net.topo.ports(s).items()
-        }
-
-    def snapshot(self) -> dict[tuple[str, int, int, int], int]:
-        out: dict[tuple[str, int, int, int], int] = {}
-        for index, switch in self.control.switches.items():
-            for name in (p4info.RX_COUNTER, p4info.TX_COUNTER):
-                cells = self.net.call(switch.read_counter(name))
-                for cell, (_, nbytes) in cells.items():
-                    out[(name, index, cell // 16, cell % 16)] = nbytes
-        return out
-
-    def delta(
-        self, before: dict[Any, int], after: dict[Any, int], columns: tuple[int, ...]
-    ) -> tuple[int, int]:
-        """(bytes on all links, bytes on global links) between two snapshots."""
-        link = global_ = 0
-        for key, value in after.items():
-            name, switch, port, column = key
-            if column not in columns:
-                continue
-            diff = value - before.get(key, 0)
-            kind = self.kinds.get((switch, port))
-            if kind is None or kind == "mgmt":
-                continue
-            # each traversal once: what switches send on any link, plus what hosts send to them
-            if name == p4info.TX_COUNTER or (name == p4info.RX_COUNTER and kind == "host"):
-                link += diff
-                if kind == "global" and name == p4info.TX_COUNTER:
-                    global_ += diff
-        return link, global_
-
-
-def frame_bytes(nbytes: int) -> list[int]:
-    """Frame sizes of a message's segments, headers included."""
-    if nbytes == 0:
-        return [wire.ETH_HEADER_LEN + wire.HEADER_LEN]
-    full, rest = divmod(nbytes, wire.MAX_PAYLOAD)
-    sizes = [wire.MAX_PAYLOAD] * full + ([rest] if rest else [])
-    return [wire.ETH_HEADER_LEN + wire.HEADER_LEN + s for s in sizes]
-
-
-def minimum_bytes(
-    topo: Topology, collective: str, members: tuple[int, ...], root: int, size: int
-) -> int | None:
-    """The physical minimum: every link on the way carries each segment exactly once."""
-    if collective == "bcast":
-        tree = trees.innet_tree(topo, members, members[root])
-        return sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
-    if collective == "allgather":
-        total = 0
-        for r in members:
-            tree = trees.innet_tree(topo, members, r)
-            total += sum(frame_bytes(size)) * (1 + tree.switch_links() + len(members) - 1)
-        return total
-    if collective in ("allreduce", "reduce"):
-        # the switches' aggregation: each vector up every barrier-tree link once and the
-        # result down it once (a reduce could stop at the root: the same order of bytes)
-        tree = trees.barrier_tree(topo, members)
-        links = len(tree.nodes) - 1 + len(members)
-        return 2 * sum(frame_bytes(size)) * links
-    if collective == "scatter":
-        source = members[root]
-        return sum(
-            sum(frame_bytes(size)) * routing.host_path_hops(topo, source, dst)
-            for dst in members
-            if dst != source
-        )
-    return None
-
-
 def run_cell(
     net: NetcollNetwork,
     meter: LinkMeter,
@@ -163,21 +77,20 @@ def run_cell(
     test: CollectiveTest,
     seed: int,
 ) -> Row | None:
-    before = meter.snapshot()
-    result = net.launcher().launch(Workload(comm_id, members, [test], seed=seed), timeout=1800)
-    after = meter.snapshot()
+    run = metered_launch(
+        net, meter, Workload(comm_id, members, [test], seed=seed), columns_for(test.collective)
+    )
+    result = run.result
     if result.errors or not result.rows:
         print(f"  {test.collective} {test.algorithm}: FAILED {result.errors[:2]}")
         return None
     row = result.rows[0]
     operations = test.iterations + test.warmup
-    # a barrier row counts every frame (host barriers are unicast messages); data rows leave
-    # out the ARRIVE/RELEASE of the synchronising barriers between iterations
-    columns = BARRIER_COLUMNS + DATA_COLUMNS if test.collective == "barrier" else DATA_COLUMNS
-    link, global_ = meter.delta(before, after, columns)
-    row.link_bytes = link // operations
-    row.global_link_bytes = global_ // operations
-    row.minimum_bytes = minimum_bytes(net.topo, test.collective, members, test.root, test.sizes[0])
+    row.link_bytes = run.link_bytes // operations
+    row.global_link_bytes = run.global_link_bytes // operations
+    row.minimum_bytes = minimum_bytes(
+        net.topo, test.collective, members, test.root, test.sizes[0], net.segment_size
+    )
     return row
 
 
@@ -301,6 +214,7 @@ def network_options(args: argparse.Namespace, losses: list[Impairment] | None) -
         emulate_links=losses is not None,
         faults=losses[0] if losses else None,
         fault_seed=args.seed,
+        mtu=args.mtu,
     )
 
 
@@ -515,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         "iterations": args.iterations,
         "seed": args.seed,
         "links": "link emulator" if losses else "direct",
+        "mtu": args.mtu,
         "persistent": persistent,
         "replication": replication,
     }
@@ -556,6 +471,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
+    parser.add_argument(
+        "--mtu",
+        type=int,
+        default=wire.JUMBO_MTU,
+        help=f"MTU of every link (default {wire.JUMBO_MTU}; {wire.MTU} for standard Ethernet)",
+    )
     parser.add_argument(
         "--loss",
         type=parse_loss,

@@ -102,6 +102,7 @@ def launch(net: NetcollNetwork, args: argparse.Namespace, seed: int) -> int:
     meta = {
         "seed": seed,
         "topology": args.topo,
+        "mtu": args.mtu,
         "bmv2": describe(default_bmv2()),
         "ack_merge": args.ack_merge,
         "mcast_acks_at_root": result.stats_total("mcast_acks_at_root"),

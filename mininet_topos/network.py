@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from mininet.net import Mininet
 
 from controller import topology as model
+from controller import wire
 from controller.callers import NetnsCallers
 from controller.desired_state import Membership
 from controller.drivers.p4runtime import SwitchEndpoint
@@ -70,6 +71,7 @@ class NetworkOptions:
     membership: str = "p4runtime"
     ready_timeout: float = 60.0
     queue_depth: int = 1024  # BMv2 egress queue, packets (its default of 64 drops bursts)
+    mtu: int = wire.JUMBO_MTU  # every link; agents cut messages into MTU-sized segments
     emulate_links: bool = False  # route host and switch links through the seeded emulator
     faults: Impairment | None = None  # impairment of every emulated link at start
     fault_seed: int = 1
@@ -130,6 +132,10 @@ def _disable_ipv6(intf: str) -> None:
         path.write_text("1")
 
 
+def _set_mtu(intf: str, mtu: int) -> None:
+    subprocess.run(["ip", "link", "set", "dev", intf, "mtu", str(mtu)], check=True)
+
+
 def _exit_on_sigterm(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -174,6 +180,10 @@ class NetcollNetwork:
 
     def start(self) -> BringUp:
         opts = self.options
+        try:
+            wire.max_payload(opts.mtu)
+        except ValueError as exc:
+            raise BringUpError(str(exc)) from None
         if os.geteuid() != 0:
             raise BringUpError("Mininet needs root: run with sudo")
         for path in (
@@ -372,6 +382,7 @@ class NetcollNetwork:
             intf = f"{host.name}-eth0"
             batch.write_text("\n".join(line.format(intf=intf) for line in arp_lines) + "\n")
             node.cmd(f"ip -batch {batch}")
+            node.cmd(f"ip link set dev {intf} mtu {self.options.mtu}")
         root_nodes = [*self.mininet.switches, self.mininet.get(self.topo.management.name)]
         if self.options.emulate_links:
             root_nodes.append(self.mininet.get(NetcollTopo.RELAY))
@@ -379,6 +390,7 @@ class NetcollNetwork:
             for intf in node.intfList():
                 if intf.name != "lo":
                     _disable_ipv6(intf.name)
+                    _set_mtu(intf.name, self.options.mtu)
 
     def _write_topology(self) -> None:
         assert self.mininet is not None
@@ -438,7 +450,16 @@ class NetcollNetwork:
         if self.control is None:
             return {}
         sizes = self.control.sizes
-        return {"agg_lanes": sizes.agg_lanes, "agg_window": sizes.agg_window}
+        return {
+            "agg_lanes": sizes.agg_lanes,
+            "agg_window": sizes.agg_window,
+            "segment_size": self.segment_size,
+        }
+
+    @property
+    def segment_size(self) -> int:
+        """Payload bytes per frame on this network's links."""
+        return wire.max_payload(self.options.mtu)
 
     def create_comm(self, members: tuple[int, ...], **kwargs: Any) -> tuple[int, float]:
         """A communicator over ``members``; (comm id, install seconds)."""

@@ -19,7 +19,6 @@ import logging
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.linkfaults import Impairment
+from mininet_topos.provenance import commit, now
 from mininet_topos.reliability_report import render
 from mininet_topos.reliability_results import CellKey, IncompatibleResults, Part, Results, Run
 
@@ -104,26 +104,6 @@ def members_of(net: NetcollNetwork, which: str) -> tuple[int, ...]:
     raise ValueError(f"--members {which!r}: expected all or per-router")
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return (head or "unknown") + ("+changes" if dirty else "")
-
-
 def run_part(
     net: NetcollNetwork,
     comm_id: int,
@@ -145,7 +125,7 @@ def run_part(
     test = CollectiveTest(
         collective, algorithm, (size,), iterations=operations, warmup=0, root=1, sync=False
     )
-    started, started_at = time.monotonic(), _now()
+    started, started_at = time.monotonic(), now()
     result = net.launcher().launch(Workload(comm_id, members, [test], seed=seed), timeout=timeout)
     seconds = time.monotonic() - started
     after = net.fault_stats()
@@ -312,9 +292,9 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
     fault_seed = args.seed + index  # a new run meets new fault sequences
     results.runs.append(
         Run(
-            started=_now(),
+            started=now(),
             command=" ".join(["python -m mininet_topos.reliability", *(argv or sys.argv[1:])]),
-            commit=_commit(),
+            commit=commit(),
             fault_seed=fault_seed,
             machine=f"{platform.machine()}, {os.cpu_count() or 0} cores",
             budget_s=args.budget,
@@ -360,7 +340,7 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        results.runs[index].finished = _now()
+        results.runs[index].finished = now()
         save()
     cells = results.ordered_cells(matrix_keys())
     bad = [c for c in cells if c.total("wrong") or c.total("failures")]

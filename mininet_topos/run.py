@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mininet.cli import CLI
 
+from controller import wire
 from controller.p4info import ProgramError
 from controller.runtime import CommunicatorError
 from controller.switch_state import CapacityError
@@ -65,6 +66,13 @@ def add_network_arguments(parser: argparse.ArgumentParser) -> None:
         help="BMv2 egress queue depth in packets (BMv2's default, 64, drops 72-way bursts)",
     )
     parser.add_argument(
+        "--mtu",
+        type=int,
+        default=wire.JUMBO_MTU,
+        help=f"MTU of every link (default {wire.JUMBO_MTU}, jumbo frames; {wire.MTU} for "
+        "standard Ethernet); agents cut messages into segments that fit it",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="control-plane log on the console"
     )
 
@@ -81,6 +89,7 @@ def options_from(args: argparse.Namespace) -> NetworkOptions:
         membership=args.membership,
         ready_timeout=args.timeout,
         queue_depth=args.queue_depth,
+        mtu=args.mtu,
     )
 
 

@@ -1,7 +1,12 @@
 """Co-roots: one node per dragonfly group merges its group's multicast ACKs into one for the
-root ([IB-mcast]'s co-root scheme), so the root waits for one ACK stream per group, and forwards
-each range its members NACK once per interval, so one loss high in the tree brings one NACK
-per co-root to the root rather than one per receiver.
+root ([IB-mcast]'s co-root scheme), so the root waits for one ACK stream per group.
+
+A co-root is also a receiver, one or two hops from its members, so it is the nearest node
+that holds the data: it repairs what a member NACKs from its own copy, and a member that has
+not acknowledged a while after the co-root's copy completed (it may have lost every segment,
+so it cannot NACK) gets the missing segments unasked. What the co-root lacks itself it
+forwards to the root, each range once per interval, so one loss high in the tree brings one
+NACK per co-root to the root rather than one per receiver.
 
 Who aggregates whom comes from the multicast plan (:mod:`host_agents.plans`). The root of a
 multicast merges its own group with the same :class:`Aggregator`
@@ -17,7 +22,14 @@ from controller import wire
 from controller.wire import Flag, Op
 from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.feedback import NO_SACK, pack_ranges
+from host_agents.transport.inbox import Inbox
 from host_agents.transport.keys import McastKey
+from host_agents.transport.mcast_segment import send_mcast_segment
+from host_agents.transport.messages import Incoming, Source
+
+# complete copies kept for members still missing data; beyond this the oldest goes (its
+# members then get repairs from the root, as without a copy)
+HELD_COPIES = 64
 
 
 class Aggregator:
@@ -26,10 +38,19 @@ class Aggregator:
     def __init__(self, members: tuple[int, ...], upstream: int) -> None:
         self.cum = dict.fromkeys(members, 0)
         self.upstream = upstream
-        self.reported = -1
+        self.reported = 0  # what the root has from us: nothing worth a report before
         self.reported_at = -1e9
         self.timer: asyncio.TimerHandle | None = None
-        self.forwarded: dict[int, float] = {}  # first segment of a NACKed range -> when
+        # (member asked for, or 0 for the co-root itself; first segment of a range) -> when
+        self.forwarded: dict[tuple[int, int], float] = {}
+        self.probe: asyncio.TimerHandle | None = None  # repairs unasked: see CoRoots
+        self.repaired: dict[tuple[int, int], float] = {}  # (member, segment) -> when
+
+    def cancel_timers(self) -> None:
+        for timer in (self.timer, self.probe):
+            if timer is not None:
+                timer.cancel()
+        self.timer = self.probe = None
 
     def merge(self, member: int, cum: int) -> bool:
         """Record a member's progress; whether it moved."""
@@ -42,21 +63,27 @@ class Aggregator:
 class CoRoots:
     """This node's co-root duties for multicasts rooted elsewhere."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, inbox: Inbox) -> None:
         self.endpoint = endpoint
         self.cfg = endpoint.cfg
         self.loop = endpoint.loop
+        self.inbox = inbox
         self._aggregators: dict[McastKey, Aggregator] = {}
-        # finished multicasts and what was reported for them, to answer late retransmissions
-        self._aggregated: collections.OrderedDict[McastKey, int] = collections.OrderedDict()
+        # copies of messages the caller has taken while members still miss parts of them
+        self._held: collections.OrderedDict[McastKey, Source] = collections.OrderedDict()
+        # finished multicasts: what was reported for them and when, to answer a late
+        # retransmission once (every member answers each retransmitted segment)
+        self._aggregated: collections.OrderedDict[McastKey, tuple[int, float]] = (
+            collections.OrderedDict()
+        )
 
     def purge(self, comm: int) -> None:
         for key in [k for k in self._aggregators if k.comm == comm]:
-            agg = self._aggregators.pop(key)
-            if agg.timer is not None:
-                agg.timer.cancel()
+            self._aggregators.pop(key).cancel_timers()
         for key in [k for k in self._aggregated if k.comm == comm]:
             del self._aggregated[key]
+        for key in [k for k in self._held if k.comm == comm]:
+            del self._held[key]
 
     def _aggregator(self, key: McastKey) -> Aggregator | None:
         agg = self._aggregators.get(key)
@@ -66,6 +93,12 @@ class CoRoots:
             if members is not None:
                 agg = Aggregator(members, key.root)
                 self._aggregators[key] = agg
+                # one that never completes (a member gone; with switch-merged ACKs no member
+                # reports here, only NACKs) must not be kept forever: the oldest goes
+                if len(self._aggregators) > self.cfg.completed_memory:
+                    oldest = next(iter(self._aggregators))
+                    self._aggregators.pop(oldest).cancel_timers()
+                    self._held.pop(oldest, None)
         return agg
 
     def on_ack(self, key: McastKey, ack: wire.Header) -> None:
@@ -74,9 +107,13 @@ class CoRoots:
         member, cum = ack.src_node, ack.seq
         done = self._aggregated.get(key)
         if done is not None:
-            # every member had it all: a late retransmission asks again, answer at once
-            if ack.flags & Flag.LAST:
-                self._report_upstream(key, done, ack.root_node)
+            # every member had it all: a late retransmission asks again, answer at once, and
+            # once for the whole burst of answers it brings
+            merged, reported_at = done
+            now = self.loop.time()
+            if ack.flags & Flag.LAST and now - reported_at >= self.cfg.nack_delay:
+                self._aggregated[key] = (merged, now)
+                self._report_upstream(key, merged, ack.root_node)
             return
         agg = self._aggregator(key)
         if agg is None:
@@ -84,11 +121,15 @@ class CoRoots:
             return
         repeated = not agg.merge(member, cum)
         merged = min(agg.cum.values())
+        if member == self.endpoint.node and cum >= ack.seg_count and agg.probe is None:
+            agg.probe = self.loop.call_later(
+                self.cfg.coroot_probe_delay, self._probe, key, ack.seg_count
+            )
         if merged >= ack.seg_count:
-            if agg.timer is not None:
-                agg.timer.cancel()
+            agg.cancel_timers()
             del self._aggregators[key]
-            self._aggregated[key] = merged
+            self._held.pop(key, None)
+            self._aggregated[key] = (merged, self.loop.time())
             while len(self._aggregated) > self.cfg.completed_memory:
                 self._aggregated.popitem(last=False)
             self._report_upstream(key, merged, agg.upstream)
@@ -115,21 +156,109 @@ class CoRoots:
         self.endpoint.send_frame(self.endpoint.directory.mac(upstream), ack, NO_SACK)
         self.endpoint.stats.acks_sent += 1
 
-    def forward_nack(self, key: McastKey, ranges: list[tuple[int, int]]) -> None:
-        """Missing ranges a member (or this node) reports for a multicast rooted elsewhere."""
+    # -- repairs from this node's copy ------------------------------------------------------
+
+    def keep(self, msg: Incoming) -> None:
+        """The caller takes a multicast this node received: keep a copy while members of the
+        group still miss parts of it (the caller may change its buffer)."""
+        if not isinstance(msg.key, McastKey) or msg.key in self._aggregated:
+            return
+        plan = self.endpoint.plan
+        if plan is None or plan(msg.key.comm, msg.key.root, msg.key.tree).merged_by:
+            return  # switch-merged ACKs: nothing tells this node when its group is complete
+        agg = self._aggregator(msg.key)
+        if agg is None or not msg.done.done():
+            return
+        self._held[msg.key] = Source(bytes(msg.data))
+        while len(self._held) > HELD_COPIES:
+            self._held.popitem(last=False)
+
+    def _copy(self, key: McastKey) -> tuple[Source, bytearray | None] | None:
+        """This node's data of ``key`` and which segments it has (None: all of them)."""
+        held = self._held.get(key)
+        if held is not None:
+            return held, None
+        msg = self.inbox.messages.get(key)
+        if msg is None or msg.parked is not None:
+            return None  # nothing here, or parked early segments: leave it to the root
+        return msg, None if msg.done.done() else msg.received
+
+    def _has_all(self, key: McastKey) -> bool:
+        if key in self.inbox.completed:
+            return True
+        msg = self.inbox.messages.get(key)
+        return msg is not None and msg.done.done()
+
+    def _repair(
+        self, key: McastKey, agg: Aggregator, member: int, ranges: list[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """Send ``member`` what this node holds of ``ranges`` (each segment once per
+        interval); the ranges it does not hold."""
+        copy = self._copy(key) if member != self.endpoint.node else None
+        if copy is None:
+            return ranges
+        source, have = copy
+        seg_count = -(-source.size // self.cfg.segment_size) if source.size else 1
+        now = self.loop.time()
+        lacking: list[tuple[int, int]] = []
+        for first, count in ranges:
+            for seg in range(first, min(first + count, seg_count)):
+                if have is not None and not have[seg]:
+                    if lacking and sum(lacking[-1]) == seg:
+                        lacking[-1] = (lacking[-1][0], lacking[-1][1] + 1)
+                    else:
+                        lacking.append((seg, 1))
+                elif now - agg.repaired.get((member, seg), -1e9) >= self.cfg.nack_delay * 2:
+                    agg.repaired[(member, seg)] = now
+                    send_mcast_segment(
+                        self.endpoint, key, source, seg, Flag.REPAIR, repair_to=member
+                    )
+                    self.endpoint.stats.coroot_repairs += 1
+        return lacking
+
+    def _probe(self, key: McastKey, seg_count: int) -> None:
+        """Our copy has been complete a while: members still behind may have lost everything
+        (no NACK can come from them), so send them the rest unasked."""
+        agg = self._aggregators.get(key)
+        if agg is None:
+            return
+        agg.probe = None
+        for member, cum in agg.cum.items():
+            if cum < seg_count:
+                self._repair(key, agg, member, [(cum, seg_count - cum)])
+
+    def forward_nack(
+        self, key: McastKey, ranges: list[tuple[int, int]], requester: int | None = None
+    ) -> None:
+        """Missing ranges a member (or this node) reports for a multicast rooted elsewhere:
+        repaired from this node's copy where it has them, asked of the root otherwise."""
         agg = self._aggregator(key)
         if agg is None:
             return
+        on_behalf = 0
+        if requester is not None and requester != self.endpoint.node:
+            ranges = self._repair(key, agg, requester, ranges)
+            if not ranges:
+                return
+            if self._has_all(key):
+                # we had it all but kept no copy: the root must repair the member itself (a
+                # repair to us would be a duplicate here and never reach the member)
+                on_behalf = requester
         # forward each missing range once per interval: one loss high in the tree brings one
         # NACK per co-root to the root, not one per receiver
         now = self.loop.time()
-        fresh = [r for r in ranges if now - agg.forwarded.get(r[0], -1e9) >= self.cfg.rto_initial]
+        fresh = [
+            r
+            for r in ranges
+            if now - agg.forwarded.get((on_behalf, r[0]), -1e9) >= self.cfg.rto_initial
+        ]
         if not fresh:
             return
         for first, _ in fresh:
-            agg.forwarded[first] = now
+            agg.forwarded[(on_behalf, first)] = now
         self.endpoint.stats.nacks_forwarded += 1
-        nack = key.feedback(Op.NACK, self.endpoint.node, agg.upstream)
+        # ``tag`` names the member a NACK is forwarded for (0: this co-root lacks the data)
+        nack = key.feedback(Op.NACK, self.endpoint.node, agg.upstream, tag=on_behalf)
         self.endpoint.send_frame(
             self.endpoint.directory.mac(agg.upstream), nack, pack_ranges(fresh)
         )

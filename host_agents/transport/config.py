@@ -43,6 +43,12 @@ class EngineConfig:
     ack_every: int = 16
     ack_delay: float = 0.002
     nack_delay: float = 0.005
+    # a receiver missing the end of a message asks for it after this much silence (the root
+    # sends a window at once, so a silent gap at the tail is a loss, not a slow sender)
+    tail_delay: float = 0.01
+    # a co-root holding a whole message repairs a member that has not ACKed it this long
+    # after the co-root's own copy completed (that member may have lost every segment)
+    coroot_probe_delay: float = 0.03
     peer_timeout: float = 15.0
     barrier_rto: float = 0.1
     barrier_rto_max: float = 1.0
@@ -82,6 +88,7 @@ class EngineStats:
     nacks_sent: int = 0
     nacks_received: int = 0
     nacks_forwarded: int = 0
+    coroot_repairs: int = 0  # segments a co-root resent to a member from its own copy
     duplicates: int = 0
     arrives_sent: int = 0
     arrive_retransmissions: int = 0

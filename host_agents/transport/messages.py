@@ -146,9 +146,11 @@ class Incoming(Source):
                 bitmap |= 1 << i
         return bitmap
 
-    def missing_ranges(self, limit: int) -> list[tuple[int, int]]:
-        """Holes below the highest segment seen, as (first, count)."""
-        return missing_runs(self.received, self.contiguous, self.highest, limit)
+    def missing_ranges(self, limit: int, *, through_tail: bool = False) -> list[tuple[int, int]]:
+        """Holes below the highest segment seen, as (first, count); ``through_tail``: up to
+        the end of the message (the sender has stopped, so what is missing there is lost)."""
+        end = self.seg_count if through_tail else self.highest
+        return missing_runs(self.received, self.contiguous, end, limit)
 
     def cancel_timers(self) -> None:
         for timer in (self.ack_timer, self.nack_timer):

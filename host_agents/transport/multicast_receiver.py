@@ -3,6 +3,10 @@
 For an acknowledged multicast a receiver ACKs cumulatively, delayed like unicast, to its ACK
 target (its group's co-root, or the root: :mod:`host_agents.plans`), and reports a gap with a
 NACK after a random delay, cancelled if the repair another receiver asked for arrives first.
+A missing tail (no later segment shows the gap) is reported after a silence (``tail_quiet``:
+from ``tail_delay``, doubling when the segment then arrives as first sent, a false alarm on a
+busy host, and shrinking back when a repair was needed), so a lost last segment costs a round
+trip to the ACK target, not a timeout at the root.
 With switch-merged ACKs the ACKs are checkpoints into the tree instead
 (:mod:`host_agents.transport.merged_acks`); NACKs go the same way.
 For a published one (NO_ACK) it only collects segments; the caller asks for repairs
@@ -45,6 +49,7 @@ class MulticastReceiver:
         self.repairs = repairs
         self._ack_self = ack_self
         self._nack_self = nack_self
+        self.tail_quiet = self.cfg.tail_delay
         self.switch_acks = SwitchAcks(endpoint)
 
     def incoming(self, key: McastKey, size: int) -> Incoming:
@@ -82,6 +87,8 @@ class MulticastReceiver:
         if admitted is None:
             return
         msg, new = admitted
+        if new and msg.last_nack > 0 and not no_ack:
+            self._learn_tail_quiet(repaired=bool(hdr.flags & (Flag.REPAIR | Flag.RETRANSMIT)))
         if hdr.flags & Flag.REPAIR:
             self.repairs.repaired(new)
         msg.unacked += 1
@@ -96,9 +103,12 @@ class MulticastReceiver:
             return
         if no_ack:
             return  # the receiver asks for what is missing when things fall silent
-        if msg.highest >= msg.contiguous and msg.nack_timer is None:
-            # a gap: wait a random moment, the repair another receiver asked for may come
-            delay = self.endpoint.rng.uniform(0.2, 1.0) * self.cfg.nack_delay
+        if msg.nack_timer is None:
+            if msg.highest >= msg.contiguous:
+                # a gap: wait a random moment, the repair another receiver asked for may come
+                delay = self.endpoint.rng.uniform(0.2, 1.0) * self.cfg.nack_delay
+            else:
+                delay = self.tail_quiet  # in order so far: ask for the rest if it stalls
             msg.nack_timer = self.loop.call_later(delay, self._nack, msg, hdr, target)
         if merged:
             self.switch_acks.on_segment(msg, hdr, new=new)
@@ -110,12 +120,21 @@ class MulticastReceiver:
                 self.cfg.ack_delay, self._ack_now, msg, hdr, target
             )
 
+    def _learn_tail_quiet(self, *, repaired: bool) -> None:
+        """A segment of a message we NACKed arrived: as a repair (the loss was real, ask
+        sooner) or as first sent (a false alarm: the host was slow, wait longer)."""
+        if repaired:
+            self.tail_quiet = max(self.cfg.tail_delay, self.tail_quiet * 0.75)
+        else:
+            self.tail_quiet = min(self.cfg.rto_max / 2, self.tail_quiet * 2)
+
     def _ack_now(self, msg: Incoming, hdr: wire.Header, target: int) -> None:
         if msg.ack_timer is not None:
             msg.ack_timer.cancel()
             msg.ack_timer = None
         msg.unacked = 0
-        self._report(hdr, target, msg.contiguous, final=False)
+        if msg.contiguous > 0:  # nothing in order yet: nothing the root could use
+            self._report(hdr, target, msg.contiguous, final=False)
 
     def _report(self, hdr: wire.Header, target: int, cum: int, *, final: bool) -> None:
         """Our own progress goes to our ACK target, which may be ourselves as co-root.
@@ -138,18 +157,23 @@ class MulticastReceiver:
         msg.nack_timer = None
         if msg.done.done():
             return
-        ranges = msg.missing_ranges(MAX_NACK_RANGES)
         now = self.loop.time()
-        if not ranges or now - msg.last_nack < self.cfg.nack_delay * 4:
-            if ranges:  # still missing: look again later
-                msg.nack_timer = self.loop.call_later(
-                    self.cfg.nack_delay * 4, self._nack, msg, hdr, target
-                )
+        silent = now - msg.last_arrival
+        stalled = silent >= self.tail_quiet
+        ranges = msg.missing_ranges(MAX_NACK_RANGES, through_tail=stalled)
+        retry = self.cfg.nack_delay * 4
+        if not ranges or now - msg.last_nack < retry:
+            # nothing to report yet (segments still flowing) or reported just now: look again
+            wait = max(retry - (now - msg.last_nack), self.tail_quiet - silent)
+            msg.nack_timer = self.loop.call_later(
+                max(wait, self.cfg.nack_delay), self._nack, msg, hdr, target
+            )
             return
         msg.last_nack = now
         self.endpoint.stats.nacks_sent += 1
         self._send_nack(hdr, target, ranges)
-        msg.nack_timer = self.loop.call_later(self.cfg.rto_initial, self._nack, msg, hdr, target)
+        # a lost repair (or NACK) is asked again after a few ACK-target round trips
+        msg.nack_timer = self.loop.call_later(retry, self._nack, msg, hdr, target)
 
     def _send_nack(self, hdr: wire.Header, target: int, ranges: list[tuple[int, int]]) -> None:
         if target == self.endpoint.node:

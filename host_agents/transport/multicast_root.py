@@ -4,59 +4,41 @@ The switches replicate; the root keeps a window of ``mcast_window`` segments bey
 slowest ACK source (a co-root per dragonfly group, or each receiver for direct plans), resends
 the oldest unacknowledged segments on timeout, and multicasts again what a NACK reports
 missing (at most once per half RTO per segment). It merges its own group's ACKs itself.
+
+The timeout comes from round trips measured on earlier multicasts of the same tree, not from
+a fixed initial value: most losses are repaired before it by NACKs (receivers and co-roots,
+:mod:`host_agents.transport.aggregation`), so it only covers what nobody could report.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from controller import wire
-from controller.wire import Flag, Op
+from controller.wire import Flag
 from host_agents.plans import McastPlan
 from host_agents.transport.aggregation import Aggregator
 from host_agents.transport.config import PeerTimeout
-from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
+from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.keys import McastKey
+from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.messages import Source, segment_bounds, segment_count
 from host_agents.transport.rtt import RttEstimate
 
-
-def send_mcast_segment(
-    endpoint: Endpoint,
-    key: McastKey,
-    source: Source,
-    seg: int,
-    flags: int,
-    repair_to: int | None = None,
-) -> None:
-    """One segment of the multicast ``key``: along the tree, or (a repair) by unicast."""
-    segment_size = endpoint.cfg.segment_size
-    start, end = segment_bounds(source.size, seg, segment_size)
-    seg_count = segment_count(source.size, segment_size)
-    if seg == seg_count - 1:
-        flags |= Flag.LAST
-    hdr = wire.Header(
-        op=Op.MCAST if repair_to is None else Op.UNICAST,
-        comm_id=key.comm,
-        epoch=key.epoch,
-        tree=key.tree,
-        flags=flags,
-        src_node=endpoint.node,
-        dst_node=repair_to or 0,
-        root_node=endpoint.node,
-        seg_idx=seg,
-        seg_count=seg_count,
-        msg_len=source.size,
-    )
-    dst_mac = BROADCAST_MAC if repair_to is None else endpoint.directory.mac(repair_to)
-    endpoint.send_frame(dst_mac, hdr, source.view[start:end])
-    endpoint.stats.data_sent += 1
+# askers of one segment within half an RTO that make the root repair it down the whole tree
+MULTICAST_REPAIR_ASKERS = 3
 
 
 class McastRoot:
     """The root's side of one acknowledged multicast."""
 
-    def __init__(self, endpoint: Endpoint, key: McastKey, source: Source, plan: McastPlan) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        key: McastKey,
+        source: Source,
+        plan: McastPlan,
+        rtt: RttEstimate,
+    ) -> None:
         cfg, loop = endpoint.cfg, endpoint.loop
         self.key = key
         self.source = source
@@ -65,17 +47,21 @@ class McastRoot:
         # the root merges the ACKs of its own dragonfly group
         members = plan.aggregates.get(endpoint.node)
         self.group = Aggregator(members, endpoint.node) if members is not None else None
+        self.rto_max = cfg.rto_max
         self.next_new = 0
-        self.last_repair: dict[int, float] = {}
+        self.last_repair: dict[int, float] = {}  # segment -> when it went down the tree again
+        self.unicast_repair: dict[tuple[int, int], float] = {}  # (asker, segment) -> when
+        self.askers: dict[int, dict[int, float]] = {}  # segment -> who asked for it, when
         self.done: asyncio.Future[None] = loop.create_future()
         self.last_progress = loop.time()
         self.timer: asyncio.TimerHandle | None = None
         self.sent_at: dict[int, float] = {}  # first transmission of each segment
-        self.rtt = RttEstimate(cfg.rto_initial)  # to the slowest ACK source
+        self.rtt = rtt  # to the slowest ACK source, shared by the multicasts of this tree
+        self.backoff = 1.0  # doubles on each timeout of this multicast only
 
     @property
     def rto(self) -> float:
-        return self.rtt.rto
+        return min(self.rtt.rto * self.backoff, self.rto_max)
 
     @property
     def slowest(self) -> int:
@@ -90,6 +76,8 @@ class MulticastRoots:
         self.cfg = endpoint.cfg
         self.loop = endpoint.loop
         self._roots: dict[McastKey, McastRoot] = {}
+        # round trips per (comm, root, tree): each multicast starts from what the last measured
+        self._rtt: dict[tuple[int, int], RttEstimate] = {}
 
     def is_rooting(self, key: McastKey) -> bool:
         return key in self._roots
@@ -98,11 +86,16 @@ class MulticastRoots:
         """Fail every multicast still being sent on ``comm`` (it was freed)."""
         for key in [k for k in self._roots if k.comm == comm]:
             self._roots[key].done.cancel()
+        for tree in [t for t in self._rtt if t[0] == comm]:
+            del self._rtt[tree]
 
     def send(self, key: McastKey, source: Source, plan: McastPlan) -> asyncio.Future[None]:
         """Multicast ``source``; completes when every receiver of ``plan`` has acknowledged
         every segment."""
-        root = McastRoot(self.endpoint, key, source, plan)
+        rtt = self._rtt.get((key.comm, key.tree))
+        if rtt is None:
+            rtt = self._rtt[(key.comm, key.tree)] = RttEstimate(self.cfg.rto_initial)
+        root = McastRoot(self.endpoint, key, source, plan, rtt)
         self._roots[key] = root
         source.subscribe(lambda: self._pump(root))
         root.done.add_done_callback(lambda _f: self._finish(root))
@@ -155,7 +148,7 @@ class MulticastRoots:
         first = root.slowest
         for seg in range(first, min(first + 4, root.next_new)):
             self._transmit(root, seg, retransmit=True)
-        root.rtt.rto = min(root.rto * 2, self.cfg.rto_max)
+        root.backoff *= 2
         root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
 
     def on_ack(self, key: McastKey, member: int, cum: int) -> bool:
@@ -183,6 +176,7 @@ class MulticastRoots:
             sent = root.sent_at.get(newest)
             if sent is not None and newest not in root.last_repair:  # Karn: clean samples only
                 root.rtt.sample(now - sent, self.cfg)
+            root.backoff = 1.0
             if root.timer is not None:
                 root.timer.cancel()
                 root.timer = None
@@ -191,16 +185,38 @@ class MulticastRoots:
         else:
             self._pump(root)
 
-    def on_nack(self, key: McastKey, ranges: list[tuple[int, int]]) -> bool:
-        """Missing ranges reported to the root; False when this node roots no multicast
-        ``key``."""
+    def on_nack(
+        self, key: McastKey, ranges: list[tuple[int, int]], requester: int | None = None
+    ) -> bool:
+        """Missing ranges reported to the root (by a member of its group, or a co-root for
+        its own); False when this node roots no multicast ``key``. One asker is repaired by
+        unicast (a co-root then repairs its group from that copy); a segment that
+        :data:`MULTICAST_REPAIR_ASKERS` ask for at once goes down the whole tree again."""
         root = self._roots.get(key)
         if root is None:
             return False
         now = self.loop.time()
         interval = root.rto / 2
+        # a segment sent less than a round trip ago is on its way, not lost: a receiver that
+        # waited for the window to open NACKs a tail the root sends just then
+        in_flight = root.rtt.srtt or self.cfg.tail_delay
         for first, count in ranges:
             for seg in range(first, min(first + count, root.next_new)):
-                if now - root.last_repair.get(seg, -1e9) >= interval:
+                if now - root.last_repair.get(seg, -1e9) < interval:
+                    continue  # the whole tree got it again just now
+                if now - root.sent_at.get(seg, -1e9) < in_flight:
+                    continue
+                askers = root.askers.setdefault(seg, {})
+                askers[requester or 0] = now
+                recent = sum(1 for at in askers.values() if now - at < interval)
+                if requester is None or recent >= MULTICAST_REPAIR_ASKERS:
                     self._transmit(root, seg, retransmit=True)
+                    askers.clear()
+                elif now - root.unicast_repair.get((requester, seg), -1e9) >= interval:
+                    root.unicast_repair[(requester, seg)] = now
+                    root.sent_at.pop(seg, None)  # Karn: no round-trip sample from it
+                    send_mcast_segment(
+                        self.endpoint, key, root.source, seg, Flag.REPAIR, repair_to=requester
+                    )
+                    self.endpoint.stats.retransmissions += 1
         return True

@@ -22,8 +22,8 @@ from host_agents.transport.config import EngineError
 from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.feedback import MAX_NACK_RANGES, pack_ranges
 from host_agents.transport.keys import McastKey
+from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.messages import Incoming, Source, missing_runs, segment_count
-from host_agents.transport.multicast_root import send_mcast_segment
 
 REPAIR_BURST = 16  # segments one NACK of a published multicast gets resent at most
 MULTICAST_REPAIR_ASKERS = 4  # receivers asking for one segment at once: repair by multicast

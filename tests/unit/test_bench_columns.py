@@ -1,13 +1,11 @@
-"""Bench counts the link bytes of every op that carries a collective's data."""
+"""Bench and reproduce count the link bytes of every op that carries a collective's data."""
 
 from __future__ import annotations
 
 import pytest
 
 from controller import wire
-
-pytest.importorskip("mininet", reason="Mininet is not installed (apt-get install mininet)")
-from mininet_topos import bench
+from mininet_topos import measure
 
 pytestmark = pytest.mark.unit
 
@@ -22,5 +20,5 @@ NOT_DATA = {
 
 
 def test_every_data_carrying_op_is_counted() -> None:
-    missing = set(wire.Op) - NOT_DATA - set(bench.DATA_COLUMNS)
+    missing = set(wire.Op) - NOT_DATA - set(measure.DATA_COLUMNS)
     assert not missing, f"link bytes of {sorted(op.name for op in missing)} are not counted"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,8 +12,9 @@ import pytest
 
 pytest.importorskip("mininet.cli", reason="Mininet is not importable (make deps)")
 
+from controller import wire
 from mininet_topos import run
-from mininet_topos.network import NetcollNetwork, NetworkOptions
+from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
 
 pytestmark = pytest.mark.unit
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -57,3 +59,19 @@ def test_restart_of_an_unknown_switch_names_the_valid_ones() -> None:
     net.control = SimpleNamespace()  # type: ignore[assignment]
     with pytest.raises(ValueError, match=r"no switch 6: the switches are 0\.\.5"):
         net.restart_switch(6)
+
+
+def test_agents_cut_segments_to_the_links_mtu() -> None:
+    parser = argparse.ArgumentParser()
+    run.add_network_arguments(parser)
+    jumbo = NetcollNetwork(run.options_from(parser.parse_args([])))
+    assert jumbo.options.mtu == wire.JUMBO_MTU
+    assert jumbo.segment_size == wire.JUMBO_MTU - wire.HEADER_LEN
+    standard = NetcollNetwork(run.options_from(parser.parse_args(["--mtu", "1500"])))
+    assert standard.segment_size == wire.MAX_PAYLOAD == 1460
+
+
+def test_an_mtu_no_frame_fits_is_refused_before_anything_starts() -> None:
+    net = NetcollNetwork(NetworkOptions(spec="df:2,2,1", mtu=40))
+    with pytest.raises(BringUpError, match=r"MTU 40 is outside 48\.\.65535"):
+        net.start()

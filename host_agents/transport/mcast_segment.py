@@ -1,0 +1,42 @@
+"""One segment of a multicast on the wire: down its tree, or as a unicast repair."""
+
+from __future__ import annotations
+
+from controller import wire
+from controller.wire import Flag, Op
+from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
+from host_agents.transport.keys import McastKey
+from host_agents.transport.messages import Source, segment_bounds, segment_count
+
+
+def send_mcast_segment(
+    endpoint: Endpoint,
+    key: McastKey,
+    source: Source,
+    seg: int,
+    flags: int,
+    repair_to: int | None = None,
+) -> None:
+    """One segment of the multicast ``key``: along the tree, or (a repair) by unicast, from
+    its root or from a co-root holding a copy (``src_node`` says which)."""
+    segment_size = endpoint.cfg.segment_size
+    start, end = segment_bounds(source.size, seg, segment_size)
+    seg_count = segment_count(source.size, segment_size)
+    if seg == seg_count - 1:
+        flags |= Flag.LAST
+    hdr = wire.Header(
+        op=Op.MCAST if repair_to is None else Op.UNICAST,
+        comm_id=key.comm,
+        epoch=key.epoch,
+        tree=key.tree,
+        flags=flags,
+        src_node=endpoint.node,
+        dst_node=repair_to or 0,
+        root_node=key.root,
+        seg_idx=seg,
+        seg_count=seg_count,
+        msg_len=source.size,
+    )
+    dst_mac = BROADCAST_MAC if repair_to is None else endpoint.directory.mac(repair_to)
+    endpoint.send_frame(dst_mac, hdr, source.view[start:end])
+    endpoint.stats.data_sent += 1

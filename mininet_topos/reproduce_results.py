@@ -1,0 +1,238 @@
+"""``make reproduce``'s results file: every cell measured so far, and the runs that measured it.
+
+Saved after every cell, so ``--resume`` continues an interrupted or budget-limited run cell by
+cell (a cell is redone only when it failed). Each cell keeps a summary of what its agents
+reported per test and size, not their raw files: per-iteration completion times, per-rank
+means, start CPU, init, overlap sweeps, CPU per process type, link bytes. No network here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+
+
+class IncompatibleResults(ValueError):
+    """The results file was made on another topology or profile: resuming would mix them."""
+
+
+@dataclass
+class Measurement:
+    """One test at one size, over every rank of the cell."""
+
+    collective: str
+    algorithm: str
+    chosen: str
+    size: int
+    persistent: bool
+    mode: str
+    ranks: int
+    # per timed iteration: the first rank's start to the last rank's end (barriers: the mean
+    # rank's own time; see completion())
+    completion_s: list[float]
+    rank_means_s: list[float]  # each rank's mean over the timed iterations (OSU's view)
+    wrong: int
+    init_s: list[float] = field(default_factory=list)  # per rank (persistent)
+    root_start_cpu_s: list[float] = field(default_factory=list)  # the root's start() calls
+    start_cpu_s: list[float] = field(default_factory=list)  # every rank's, every call
+    agent_cpu_s: list[float] = field(default_factory=list)  # per rank, over this size
+    # overlap mode: per computation fraction, its median length and per-iteration completion
+    overlap: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class CellResult:
+    key: str
+    experiment: str
+    run: int
+    started: str
+    seconds: float
+    members: int
+    errors: list[str] = field(default_factory=list)
+    measurements: list[Measurement] = field(default_factory=list)
+    operations: int = 0  # per size, warm-up included: link bytes are divided by it
+    link_bytes: int | None = None  # per operation
+    global_link_bytes: int | None = None
+    minimum_bytes: int | None = None
+    minimum_global_bytes: int | None = None
+    cpu: dict[str, Any] = field(default_factory=dict)  # measure.CpuUse as a dict
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and all(m.wrong == 0 for m in self.measurements)
+
+
+@dataclass
+class Run:
+    started: str
+    command: str
+    commit: str
+    environment: dict[str, Any]
+    finished: str = ""
+
+
+@dataclass
+class Results:
+    topo: str
+    profile: str
+    seed: int
+    runs: list[Run] = field(default_factory=list)
+    cells: dict[str, CellResult] = field(default_factory=dict)
+    format: int = FORMAT
+
+    def check_compatible(self, topo: str, profile: str) -> None:
+        if (self.topo, self.profile) != (topo, profile):
+            raise IncompatibleResults(
+                f"the results file holds the {self.profile} profile on {self.topo}; this run is "
+                f"the {profile} profile on {topo}: use another --results file or drop --resume"
+            )
+
+    def pending(self, keys: list[str]) -> list[str]:
+        """The cells still to measure, in plan order: never measured, or failed."""
+        return [k for k in keys if k not in self.cells or not self.cells[k].ok]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Results:
+        if data.get("format") != FORMAT:
+            raise IncompatibleResults(f"results file format {data.get('format')}, not {FORMAT}")
+        cells = {}
+        for key, c in data["cells"].items():
+            cell = CellResult(**_known(CellResult, c))
+            cell.measurements = [Measurement(**_known(Measurement, m)) for m in c["measurements"]]
+            cells[key] = cell
+        return cls(
+            topo=data["topo"],
+            profile=data["profile"],
+            seed=int(data["seed"]),
+            runs=[Run(**_known(Run, r)) for r in data["runs"]],
+            cells=cells,
+        )
+
+    def save(self, path: Path) -> None:
+        """Atomically: a run killed while saving leaves the previous file whole."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        os.replace(temporary, path)
+
+    @classmethod
+    def load(cls, path: Path) -> Results:
+        return cls.from_json(json.loads(path.read_text()))
+
+
+def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(kind)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def summarise(reports: dict[int, dict[str, Any]], members: tuple[int, ...]) -> list[Measurement]:
+    """The agents' per-rank reports of one launch as one measurement per test and size."""
+    grouped: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
+    for node, report in reports.items():
+        rank = report.get("rank", members.index(node) if node in members else -1)
+        for entry in report.get("tests", []):
+            key = (
+                entry["collective"],
+                entry["algorithm"],
+                entry["size"],
+                entry["persistent"],
+                entry.get("mode", "single"),
+                entry["root"],
+            )
+            grouped.setdefault(key, []).append((rank, entry))
+    out = []
+    for (collective, algorithm, size, persistent, mode, root), ranked in grouped.items():
+        entries = [e for _, e in ranked]
+        root_entries = [e for r, e in ranked if r == root]
+        out.append(
+            Measurement(
+                collective=collective,
+                algorithm=algorithm,
+                chosen=entries[0].get("chosen", algorithm),
+                size=size,
+                persistent=persistent,
+                mode=mode,
+                ranks=len(entries),
+                completion_s=completion(entries),
+                rank_means_s=[statistics.fmean(e["times"]) for e in entries if e["times"]],
+                wrong=sum(int(e["wrong"]) for e in entries),
+                init_s=[float(e.get("init_seconds", 0.0)) for e in entries] if persistent else [],
+                root_start_cpu_s=list(root_entries[0].get("start_cpu", [])) if root_entries else [],
+                start_cpu_s=[c for e in entries for c in e.get("start_cpu", [])],
+                agent_cpu_s=[float(e.get("cpu_seconds", 0.0)) for e in entries],
+                overlap=_overlap(entries),
+            )
+        )
+    return out
+
+
+def completion(entries: list[dict[str, Any]]) -> list[float]:
+    """Per timed iteration: first start to last end across ranks where every rank stamped it
+    (one monotonic clock on the machine), else the slowest rank's own time. Barriers run back
+    to back, so a rank's start depends on when it left the previous one: for them the mean
+    over ranks of each rank's own time, the latency OSU and [NIC-barrier] report."""
+    counts = {len(e["times"]) for e in entries}
+    if len(counts) != 1:
+        return []
+    (count,) = counts
+    if entries[0]["collective"] == "barrier":
+        return [statistics.fmean(e["times"][i] for e in entries) for i in range(count)]
+    stamped = all(len(e.get("stamps", [])) == count for e in entries)
+    spans = []
+    for i in range(count):
+        if stamped:
+            spans.append(
+                max(e["stamps"][i][1] for e in entries) - min(e["stamps"][i][0] for e in entries)
+            )
+        else:
+            spans.append(max(e["times"][i] for e in entries))
+    return spans
+
+
+def _overlap(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per computation fraction (0 first): the computation's median length over ranks and,
+    per iteration, the slowest rank's start-to-wait-return time."""
+    sweeps = [e.get("overlap", []) for e in entries]
+    if not sweeps or not sweeps[0]:
+        return []
+    iterations = min(len(e["times"]) for e in entries)
+    # fraction 0 measured the same way as the others, for the comparison
+    out = [
+        {
+            "fraction": 0.0,
+            "compute_s": 0.0,
+            "completion_s": [max(e["times"][i] for e in entries) for i in range(iterations)],
+        }
+    ]
+    for index, first in enumerate(sweeps[0]):
+        points = [s[index] for s in sweeps if len(s) > index]
+        iterations = min(len(p["times"]) for p in points)
+        out.append(
+            {
+                "fraction": first["fraction"],
+                "compute_s": statistics.median(p["compute_s"] for p in points),
+                "completion_s": [max(p["times"][i] for p in points) for i in range(iterations)],
+            }
+        )
+    return out
+
+
+def spread(values: list[float]) -> dict[str, float] | None:
+    """min, median, max and mean, or None without values."""
+    if not values:
+        return None
+    return {
+        "min": min(values),
+        "median": statistics.median(values),
+        "max": max(values),
+        "mean": statistics.fmean(values),
+    }

@@ -1,0 +1,272 @@
+"""Loss recovery of the in-network broadcast at round-trip speed, one forced loss at a time.
+
+Each test drops exactly one kind of frame on the in-process fabric (the switches are the
+reference model) and checks that the broadcast completes well before the root's timeout
+could have fired, and by the path meant for that loss: a receiver NACKs a gap or a stalled
+tail to its co-root, the co-root repairs from its own copy (or, lacking it, asks the root
+once for its whole group), and a member that lost everything is repaired by its co-root
+unasked. The root's timeout is set to 4 s, so a recovery that waited for it fails the bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+import time
+from collections.abc import Callable
+
+import pytest
+
+from controller import wire
+from controller.topology import Topology, dragonfly
+from host_agents.comm import CommOptions
+from host_agents.directory import Directory
+from host_agents.engine import EngineConfig
+from host_agents.plans import PlanBook
+from tests.fabric import Cluster, Faults
+
+pytestmark = pytest.mark.unit
+
+TOPO: Topology = dragonfly(2, 2, 2)  # 5 groups, 10 routers, 20 hosts
+MEMBERS = tuple(h.node_id for h in TOPO.hosts)
+ROOT = MEMBERS[0]
+SEGMENTS = 6
+CONFIG = EngineConfig(
+    segment_size=wire.MAX_PAYLOAD,
+    rto_initial=4.0,  # the root's timeout: every test must finish long before it
+    rto_min=4.0,
+    nack_delay=0.002,
+    tail_delay=0.01,
+    coroot_probe_delay=0.03,
+    peer_timeout=20.0,
+)
+OPTIONS = CommOptions(progress_timeout=20.0, first_data_timeout=20.0, op_timeout=30.0)
+BOUND = 2.0  # seconds: half the root's timeout
+
+DropRule = Callable[[tuple[int, int], wire.Header], bool]
+
+
+def plan_of(root: int = ROOT):  # type: ignore[no-untyped-def]
+    directory = Directory.from_topology(TOPO)
+    directory.comms[1] = MEMBERS
+    return PlanBook(directory)(1, root, wire.Tree.INNET)
+
+
+def remote_member() -> tuple[int, int]:
+    """A receiver outside the root's group that is not its group's co-root, and that co-root."""
+    plan = plan_of()
+    for node in MEMBERS:
+        target = plan.ack_target.get(node)
+        if target not in (None, ROOT, node):
+            assert target is not None
+            return node, target
+    raise AssertionError("no remote member")
+
+
+def to_host(node: int) -> tuple[int, int]:
+    host = TOPO.host_by_node(node)
+    return (host.switch, host.port)
+
+
+def first_copy(rule: DropRule) -> Callable[[tuple[int, int], bytes], bool]:
+    """Drop the first frame matching ``rule`` on each link, once."""
+    dropped: set[tuple[int, int]] = set()
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        if link not in dropped and rule(link, hdr):
+            dropped.add(link)
+            return True
+        return False
+
+    return drop_if
+
+
+def data_segment(seg: int | None = None) -> Callable[[wire.Header], bool]:
+    def matches(hdr: wire.Header) -> bool:
+        is_data = hdr.op == wire.Op.MCAST and not hdr.flags & wire.Flag.RETRANSMIT
+        return is_data and (seg is None or hdr.seg_idx == seg)
+
+    return matches
+
+
+def broadcast(drop_if: Callable[[tuple[int, int], bytes], bool]) -> tuple[float, Cluster]:
+    """One 6-segment in-network broadcast from ROOT under ``drop_if``; (seconds, cluster)."""
+    data = random.Random(5).randbytes(SEGMENTS * wire.MAX_PAYLOAD - 7)
+    result: dict[str, object] = {}
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            TOPO, MEMBERS, loop=loop, config=CONFIG, options=OPTIONS, faults=Faults(drop_if=drop_if)
+        )
+        started = time.perf_counter()
+        got = await asyncio.gather(
+            *(
+                c.bcast(data if c.rank == 0 else None, 0, size=len(data), algorithm="innet")
+                for c in cluster.comms
+            )
+        )
+        result["seconds"] = time.perf_counter() - started
+        result["cluster"] = cluster
+        assert all(g == data for g in got), "a rank got wrong data"
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+    return result["seconds"], result["cluster"]  # type: ignore[return-value]
+
+
+def root_stats(cluster: Cluster) -> dict[str, int]:
+    return cluster.comms[0].engine.stats.as_dict()
+
+
+@pytest.mark.parametrize("seg", [0, SEGMENTS // 2, SEGMENTS - 1], ids=["first", "middle", "last"])
+def test_a_segment_lost_to_one_member_is_repaired_by_its_coroot(seg: int) -> None:
+    member, coroot = remote_member()
+    seconds, cluster = broadcast(
+        first_copy(lambda link, hdr: link == to_host(member) and data_segment(seg)(hdr))
+    )
+    assert seconds < BOUND
+    assert cluster.fabric.lost == 1
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert stats[coroot].coroot_repairs >= 1
+    assert stats[member].nacks_sent >= 1, "the member asks: a gap, or a stalled tail"
+    assert stats[ROOT].mcast_retransmissions == 0 and stats[ROOT].nacks_received == 0
+
+
+def test_a_member_that_lost_every_segment_is_repaired_unasked() -> None:
+    member, coroot = remote_member()
+    seconds, cluster = broadcast(
+        lambda link, frame: link == to_host(member) and data_segment()(wire.parse_frame(frame).hdr)
+    )
+    assert seconds < BOUND
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert stats[member].nacks_sent == 0, "it saw nothing, so it could not ask"
+    assert stats[coroot].coroot_repairs >= SEGMENTS
+    assert stats[ROOT].mcast_retransmissions == 0
+
+
+def test_a_loss_above_a_group_brings_one_nack_to_the_root() -> None:
+    """The middle segment is lost on every link into one remote group's co-root switch: its
+    members and the co-root all miss it. Only the co-root asks the root, once; the root
+    repairs the co-root by unicast and the co-root repairs its group."""
+    _member, coroot = remote_member()
+    group = TOPO.host_by_node(coroot).group
+    group_hosts = {h.node_id for h in TOPO.hosts if h.group == group}
+    group_links = {to_host(n) for n in group_hosts}
+    seconds, cluster = broadcast(
+        first_copy(lambda link, hdr: link in group_links and data_segment(SEGMENTS // 2)(hdr))
+    )
+    assert seconds < BOUND
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert stats[ROOT].nacks_received <= 2, "one NACK per co-root, not one per receiver"
+    assert stats[ROOT].mcast_retransmissions == 0, "one group missing: unicast, not the tree"
+    assert stats[coroot].coroot_repairs >= len(group_hosts) - 1
+
+
+def test_a_lost_repair_is_asked_for_again() -> None:
+    member, coroot = remote_member()
+    seg = 1
+
+    def rule(link: tuple[int, int], hdr: wire.Header) -> bool:
+        if link != to_host(member) or hdr.seg_idx != seg:
+            return False
+        return hdr.op == wire.Op.MCAST or bool(hdr.flags & wire.Flag.REPAIR)
+
+    dropped = {"repairs": 0, "data": 0}
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        if not rule(link, hdr):
+            return False
+        kind = "repairs" if hdr.flags & wire.Flag.REPAIR else "data"
+        if dropped[kind] == 0:
+            dropped[kind] += 1
+            return True
+        return False
+
+    seconds, cluster = broadcast(drop_if)
+    assert dropped == {"repairs": 1, "data": 1}
+    assert seconds < BOUND
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert stats[member].nacks_sent >= 2
+    assert stats[coroot].coroot_repairs >= 2
+
+
+def test_a_lost_final_ack_is_recovered_without_the_root() -> None:
+    """A member's last ACK to its co-root is lost: the co-root sends it the tail again, the
+    member answers as a complete receiver, and the root never times out."""
+    member, coroot = remote_member()
+    seconds, cluster = broadcast(
+        first_copy(
+            lambda link, hdr: link == (-1, member) and hdr.op == wire.Op.ACK and hdr.seq == SEGMENTS
+        )
+    )
+    assert seconds < BOUND
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert stats[ROOT].mcast_retransmissions == 0
+    assert stats[coroot].coroot_repairs >= 1
+
+
+def test_a_forged_repair_from_a_coroot_of_another_group_is_refused() -> None:
+    """Only the co-root a member reports to may repair it: the new path opens no door."""
+    member, coroot = remote_member()
+    plan = plan_of()
+    other = next(c for c in plan.aggregates if c not in (coroot, ROOT))
+    from host_agents.entitlement import Entitlement, Refusal
+
+    directory = Directory.from_topology(TOPO)
+    directory.comms[1] = MEMBERS
+    rules = Entitlement(member, directory, PlanBook(directory))
+    repair = wire.Header(
+        op=wire.Op.UNICAST,
+        comm_id=1,
+        epoch=1,
+        tree=wire.Tree.INNET,
+        flags=wire.Flag.REPAIR,
+        src_node=other,
+        dst_node=member,
+        root_node=ROOT,
+        seg_count=1,
+        msg_len=10,
+    )
+    assert rules.multicast_data(repair) == Refusal.NOT_ROOT
+    assert rules.multicast_data(dataclasses.replace(repair, src_node=coroot)) is None
+    as_mcast = dataclasses.replace(repair, op=wire.Op.MCAST, src_node=coroot)
+    assert rules.multicast_data(as_mcast) == Refusal.NOT_ROOT
+
+
+def test_a_slow_host_learns_to_wait_longer_before_asking_for_a_tail() -> None:
+    """Segments to one member arrive late (held back up to 60 ms, none lost): its tail NACKs
+    are false alarms, so its tail silence grows instead of asking again and again."""
+    member, _coroot = remote_member()
+    data = random.Random(6).randbytes(2 * wire.MAX_PAYLOAD)
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        faults = Faults(only_link=to_host(member), reorder=1.0, reorder_delay=0.06)
+        cluster = Cluster(TOPO, MEMBERS, loop=loop, config=CONFIG, options=OPTIONS, faults=faults)
+        slow = next(c for c in cluster.comms if c.engine.node == member)
+        receiver = slow.engine._mcast_rx
+        learned: list[tuple[bool, float]] = []
+        learn = receiver._learn_tail_quiet
+
+        def recording(*, repaired: bool) -> None:
+            learn(repaired=repaired)
+            learned.append((repaired, receiver.tail_quiet))
+
+        receiver._learn_tail_quiet = recording  # type: ignore[method-assign]
+        for _ in range(6):
+            got = await asyncio.gather(
+                *(
+                    c.bcast(data if c.rank == 0 else None, 0, size=len(data), algorithm="innet")
+                    for c in cluster.comms
+                )
+            )
+            assert all(g == data for g in got)
+        assert cluster.fabric.lost == 0
+        false_alarms = [quiet for repaired, quiet in learned if not repaired]
+        assert false_alarms, "late segments must have looked like a stalled tail"
+        assert max(false_alarms) >= 2 * CONFIG.tail_delay
+
+    asyncio.run(asyncio.wait_for(body(), 60))

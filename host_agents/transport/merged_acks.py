@@ -52,6 +52,14 @@ class SwitchAcks:
     def every(self) -> int:
         return max(1, self.endpoint.cfg.ack_every)
 
+    def on_segment(self, msg: Incoming, hdr: wire.Header, *, new: bool) -> None:
+        """Segment ``hdr`` of ``msg`` arrived: new data may cross checkpoints; one we had
+        already is a retransmission asking for a checkpoint again."""
+        if new:
+            self.progress(msg, hdr)
+        else:
+            self.repeat(hdr, msg.contiguous, msg.seg_count)
+
     def progress(self, msg: Incoming, hdr: wire.Header) -> None:
         """Send every checkpoint ``msg`` crossed since the last one sent."""
         reached = checkpoint_reached(msg.contiguous, msg.seg_count, self.every)

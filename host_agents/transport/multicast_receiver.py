@@ -95,7 +95,7 @@ class MulticastReceiver:
         if msg.done.done():
             msg.cancel_timers()
             if merged:
-                self.switch_acks.progress(msg, hdr)
+                self.switch_acks.on_segment(msg, hdr, new=new)
             elif not no_ack:
                 self._report(hdr, target, msg.seg_count, final=True)
             if msg.consumed:
@@ -111,10 +111,7 @@ class MulticastReceiver:
                 delay = self.tail_quiet  # in order so far: ask for the rest if it stalls
             msg.nack_timer = self.loop.call_later(delay, self._nack, msg, hdr, target)
         if merged:
-            if new:
-                self.switch_acks.progress(msg, hdr)
-            else:
-                self.switch_acks.repeat(hdr, msg.contiguous, msg.seg_count)
+            self.switch_acks.on_segment(msg, hdr, new=new)
             return
         if not new or msg.unacked >= self.cfg.ack_every:
             self._ack_now(msg, hdr, target)

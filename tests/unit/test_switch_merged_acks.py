@@ -19,7 +19,10 @@ from host_agents.directory import Directory
 from host_agents.engine import EngineConfig
 from host_agents.entitlement import Entitlement, Refusal
 from host_agents.plans import PlanBook
-from host_agents.transport.merged_acks import checkpoint_cum, checkpoint_reached
+from host_agents.transport.config import EngineStats
+from host_agents.transport.keys import McastKey
+from host_agents.transport.merged_acks import SwitchAcks, checkpoint_cum, checkpoint_reached
+from host_agents.transport.messages import Incoming
 from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
@@ -83,6 +86,68 @@ def test_checkpoints() -> None:
     # a message of whole checkpoints: the final one is the last full one, not one more
     assert checkpoint_reached(32, 32, 16) == 2 and checkpoint_cum(2, 32, 16) == 32
     assert checkpoint_reached(1, 1, 16) == 1 and checkpoint_cum(1, 1, 16) == 1
+
+
+class Recorder:
+    """The endpoint a receiver's SwitchAcks sends through, recording its ACKs."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.node = HOSTS[3]
+        self.cfg = EngineConfig(nack_delay=0.005)
+        self.loop = loop
+        self.stats = EngineStats()
+        self.directory = Directory.from_topology(TOPO)
+        self.sent: list[wire.Header] = []
+
+    def send_frame(self, dst_mac: bytes, hdr: wire.Header, payload: bytes = b"") -> None:
+        self.sent.append(hdr)
+
+    def checkpoints(self) -> list[tuple[int, int]]:
+        out = [(h.seg_idx, h.seq) for h in self.sent]
+        for h in self.sent:  # MERGE ACKs to the root, about its multicast
+            assert h.op == wire.Op.ACK and h.flags & wire.Flag.MERGE
+            assert h.dst_node == h.root_node == HOSTS[0] and h.seg_count == 40
+        self.sent.clear()
+        return out
+
+
+def test_receiver_sends_checkpoints_and_repeats_what_a_retransmission_asks() -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        endpoint = Recorder(loop)
+        acks = SwitchAcks(endpoint)  # type: ignore[arg-type]
+        key = McastKey(HOSTS[0], 1, 5, wire.Tree.INNET)
+        msg = Incoming(loop, key, 40 * 1000, 40)
+
+        def segment(seg: int) -> wire.Header:
+            return wire.Header(
+                op=wire.Op.MCAST, comm_id=1, epoch=5, root_node=HOSTS[0], seg_idx=seg, seg_count=40
+            )
+
+        msg.contiguous = 15
+        acks.on_segment(msg, segment(14), new=True)
+        assert endpoint.checkpoints() == []
+        msg.contiguous = 16
+        acks.on_segment(msg, segment(15), new=True)
+        assert endpoint.checkpoints() == [(1, 16)]
+        # a duplicate of segment 20 asks for checkpoint 2, which this receiver lacks
+        acks.on_segment(msg, segment(20), new=False)
+        assert endpoint.checkpoints() == []
+        # a repair fills the gap up to the end: checkpoints 2 and 3 (the final one) at once
+        msg.contiguous = 40
+        acks.on_segment(msg, segment(17), new=True)
+        assert endpoint.checkpoints() == [(2, 32), (3, 40)]
+        # the root retransmits from its slowest cum (16): repeat checkpoint 2, once per round,
+        # also while the message is complete but not yet taken by the application
+        acks.on_segment(msg, segment(16), new=False)
+        acks.on_segment(msg, segment(17), new=False)
+        assert endpoint.checkpoints() == [(2, 32)]
+        acks.repeat(segment(33), 40, 40)  # a completed message's duplicate
+        assert endpoint.checkpoints() == [(3, 40)]
+        await asyncio.sleep(endpoint.cfg.nack_delay * 4)
+        acks.on_segment(msg, segment(16), new=False)
+        assert endpoint.checkpoints() == [(2, 32)]
+
+    run(body, timeout=10)
 
 
 @pytest.mark.parametrize("root", [0, 7, 19])
@@ -163,6 +228,34 @@ def test_lost_merged_ack_is_recovered_by_the_receivers_repeats() -> None:
         await bcast(cluster.comms, root, random.Random(1).randbytes(KIB16))
         assert lost[0] == 2
         assert acks_at(cluster.comms[root]) >= 1
+
+    run(body)
+
+
+def test_receivers_that_have_not_called_bcast_yet_repeat_too() -> None:
+    """The data arrives early everywhere (no receiver has called bcast yet) and the first
+    merged ACK is lost: the receivers' complete but unconsumed messages must answer the
+    root's retransmission, or the root waits for receivers that are busy elsewhere."""
+    lost = [0]
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        if is_merged_ack(frame) and link[0] == TOPO.host_by_node(HOSTS[0]).switch and not lost[0]:
+            lost[0] = 1
+            return True
+        return False
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO, HOSTS, loop=loop, config=CONFIG, options=SWITCH, faults=Faults(drop_if=drop_if)
+        )
+        data = random.Random(3).randbytes(KIB16)
+        root = cluster.comms[0]
+        await asyncio.wait_for(root.bcast(data, 0, size=len(data), algorithm="innet"), 10)
+        assert lost[0] == 1
+        results = await asyncio.gather(
+            *(c.bcast(None, 0, size=len(data), algorithm="innet") for c in cluster.comms[1:])
+        )
+        assert all(r == data for r in results)
 
     run(body)
 

@@ -225,9 +225,10 @@ class MulticastRoots:
             return False
         now = self.loop.time()
         interval = root.rto / 2
-        # a segment sent less than a round trip ago is on its way, not lost: a receiver that
-        # waited for the window to open NACKs a tail the root sends just then
-        in_flight = root.rtt.srtt or self.cfg.tail_delay
+        # a segment sent a moment ago is on its way, not lost: a receiver that waited for the
+        # window to open NACKs a tail the root sends just then. A moment, not a round trip: on
+        # a loaded host the round trip grows to seconds, and real losses must not wait that long
+        in_flight = min(root.rtt.srtt or self.cfg.tail_delay, 2 * self.cfg.tail_delay)
         for first, count in ranges:
             for seg in range(first, min(first + count, root.next_new)):
                 if now - root.last_repair.get(seg, -1e9) < interval:

@@ -41,6 +41,7 @@ from controller.drivers.p4runtime import SwitchEndpoint
 from controller.drivers.thrift import ThriftClient, ThriftUnavailable
 from controller.runtime import ControlPlane
 from controller.service import CommService
+from host_agents.engine import EngineConfig
 from host_agents.launcher import Launcher
 from host_agents.port import RawSocketPort
 from mininet_topos.bmv2 import Bmv2Options
@@ -130,6 +131,23 @@ def _disable_ipv6(intf: str) -> None:
     path = Path(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6")
     if path.exists():
         path.write_text("1")
+
+
+def windows_for(segment_size: int) -> dict[str, float | int]:
+    """EngineConfig windows that keep as many bytes in flight as the defaults do at 1500-byte
+    frames: BMv2 reads each port through a socket buffer that overflows under larger bursts
+    (transport/config.py), and at 9000-byte frames the default 32-segment multicast window is
+    six times the bytes (a 1 MiB broadcast on Df(2,4,2) stalled)."""
+    base = EngineConfig()
+    scale = min(1.0, base.segment_size / segment_size)
+    return {
+        "message_window": max(4, int(base.message_window * scale)),
+        "mcast_window": max(4, int(base.mcast_window * scale)),
+        "cwnd_initial": max(2.0, base.cwnd_initial * scale),
+        "cwnd_max": max(4.0, base.cwnd_max * scale),
+        # ACKs (and switch-merged checkpoints) at least twice per window, or the root stalls
+        "ack_every": max(2, int(base.ack_every * scale)),
+    }
 
 
 def _set_mtu(intf: str, mtu: int) -> None:
@@ -454,6 +472,7 @@ class NetcollNetwork:
             "agg_lanes": sizes.agg_lanes,
             "agg_window": sizes.agg_window,
             "segment_size": self.segment_size,
+            **windows_for(self.segment_size),
         }
 
     @property

@@ -75,3 +75,17 @@ def test_an_mtu_no_frame_fits_is_refused_before_anything_starts() -> None:
     net = NetcollNetwork(NetworkOptions(spec="df:2,2,1", mtu=40))
     with pytest.raises(BringUpError, match=r"MTU 40 is outside 48\.\.65535"):
         net.start()
+
+
+def test_jumbo_links_keep_the_bytes_in_flight_of_standard_frames() -> None:
+    """BMv2's per-port socket buffer sets how many bytes may be in flight, not segments: at
+    9000-byte frames the windows shrink so a burst stays the size tested at 1500."""
+    from host_agents.engine import EngineConfig
+    from mininet_topos.network import windows_for
+
+    base = EngineConfig()
+    jumbo = windows_for(wire.max_payload(wire.JUMBO_MTU))
+    burst = jumbo["mcast_window"] * wire.max_payload(wire.JUMBO_MTU)
+    assert burst <= base.mcast_window * base.segment_size
+    assert jumbo["ack_every"] * 2 <= jumbo["mcast_window"]  # checkpoints inside the window
+    assert windows_for(base.segment_size)["mcast_window"] == base.mcast_window

@@ -91,6 +91,7 @@ class Incoming(Source):
         self.ack_timer: asyncio.TimerHandle | None = None
         self.nack_timer: asyncio.TimerHandle | None = None
         self.last_nack = -1e9
+        self.nack_retry = 0.0  # how long before NACKing again (0: not NACKed yet)
         self.highest = -1
         self.consumed = False
         # created by arriving data before the receiver asked for it; its parked bytes count

@@ -161,7 +161,10 @@ class MulticastReceiver:
         silent = now - msg.last_arrival
         stalled = silent >= self.tail_quiet
         ranges = msg.missing_ranges(MAX_NACK_RANGES, through_tail=stalled)
-        retry = self.cfg.nack_delay * 4
+        # a NACK is asked again after a few ACK-target round trips, doubling while nothing
+        # comes: with every receiver of a big tree asking, a fixed short retry floods the
+        # switches with NACKs and the repairs cannot get through (a 1 MiB broadcast stalled)
+        retry = msg.nack_retry or self.cfg.nack_delay * 4
         if not ranges or now - msg.last_nack < retry:
             # nothing to report yet (segments still flowing) or reported just now: look again
             wait = max(retry - (now - msg.last_nack), self.tail_quiet - silent)
@@ -172,7 +175,7 @@ class MulticastReceiver:
         msg.last_nack = now
         self.endpoint.stats.nacks_sent += 1
         self._send_nack(hdr, target, ranges)
-        # a lost repair (or NACK) is asked again after a few ACK-target round trips
+        msg.nack_retry = min(retry * 2, self.cfg.rto_max)
         msg.nack_timer = self.loop.call_later(retry, self._nack, msg, hdr, target)
 
     def _send_nack(self, hdr: wire.Header, target: int, ranges: list[tuple[int, int]]) -> None:

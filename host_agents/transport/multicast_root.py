@@ -135,6 +135,12 @@ class MulticastRoots:
         else:
             root.sent_at[seg] = self.loop.time()
 
+    def _repair_one(self, root: McastRoot, seg: int, node: int) -> None:
+        """Segment ``seg`` by unicast to ``node`` alone (a repair, not down the tree)."""
+        send_mcast_segment(self.endpoint, root.key, root.source, seg, Flag.REPAIR, repair_to=node)
+        root.sent_at.pop(seg, None)  # Karn: no round-trip sample from it
+        self.endpoint.stats.retransmissions += 1
+
     def _on_timeout(self, root: McastRoot) -> None:
         root.timer = None
         if root.done.done():
@@ -156,11 +162,7 @@ class MulticastRoots:
             # a few behind (a co-root then repairs its group): a copy each, not 71
             for node in behind:
                 for seg in segments:
-                    send_mcast_segment(
-                        self.endpoint, root.key, root.source, seg, Flag.REPAIR, repair_to=node
-                    )
-                    root.sent_at.pop(seg, None)  # Karn: no round-trip sample from it
-                    self.endpoint.stats.retransmissions += 1
+                    self._repair_one(root, seg, node)
         root.backoff *= 2
         root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
 
@@ -243,9 +245,5 @@ class MulticastRoots:
                     askers.clear()
                 elif now - root.unicast_repair.get((requester, seg), -1e9) >= interval:
                     root.unicast_repair[(requester, seg)] = now
-                    root.sent_at.pop(seg, None)  # Karn: no round-trip sample from it
-                    send_mcast_segment(
-                        self.endpoint, key, root.source, seg, Flag.REPAIR, repair_to=requester
-                    )
-                    self.endpoint.stats.retransmissions += 1
+                    self._repair_one(root, seg, requester)
         return True

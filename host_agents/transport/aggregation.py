@@ -25,7 +25,7 @@ from host_agents.transport.feedback import NO_SACK, pack_ranges
 from host_agents.transport.inbox import Inbox
 from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
-from host_agents.transport.messages import Incoming, Source
+from host_agents.transport.messages import Incoming, Source, segment_count
 
 # complete copies kept for members still missing data; beyond this the oldest goes (its
 # members then get repairs from the root, as without a copy)
@@ -206,7 +206,7 @@ class CoRoots:
         if copy is None:
             return ranges
         source, have = copy
-        seg_count = -(-source.size // self.cfg.segment_size) if source.size else 1
+        seg_count = segment_count(source.size, self.cfg.segment_size)
         now = self.loop.time()
         lacking: list[tuple[int, int]] = []
         for first, count in ranges:

@@ -107,6 +107,7 @@ class Engine:
             self._repairs,
             ack_self=self._route_mcast_ack,
             nack_self=self._route_nack,
+            relay=self._coroots.relay,
         )
         self._barrier = Barrier(self)
         self._switch_reduce = SwitchReduce(self)

@@ -166,14 +166,19 @@ class CoRoots:
 
     # -- repairs from this node's copy ------------------------------------------------------
 
+    def _switch_merged(self, key: McastKey) -> bool:
+        """Do the switches merge this multicast's ACKs? Then no member reports here, and
+        nothing tells this node who in its group is behind."""
+        plan = self.endpoint.plan
+        return plan is None or bool(plan(key.comm, key.root, key.tree).merged_by)
+
     def keep(self, msg: Incoming) -> None:
         """The caller takes a multicast this node received: keep a copy while members of the
         group still miss parts of it (the caller may change its buffer)."""
         if not isinstance(msg.key, McastKey) or msg.key in self._aggregated:
             return
-        plan = self.endpoint.plan
-        if plan is None or plan(msg.key.comm, msg.key.root, msg.key.tree).merged_by:
-            return  # switch-merged ACKs: nothing tells this node when its group is complete
+        if self._switch_merged(msg.key):
+            return
         agg = self._aggregator(msg.key)
         if agg is None or not msg.done.done():
             return
@@ -234,6 +239,20 @@ class CoRoots:
         for member, cum in agg.cum.items():
             if cum < seg_count:
                 self._repair(key, agg, member, [(cum, seg_count - cum)])
+
+    def relay(self, key: McastKey, seg: int) -> None:
+        """The root repaired segment ``seg`` to this co-root, which had it already: the
+        group's merged ACK is what holds the root back, so a member is behind, or its ACKs
+        were lost and nothing makes it send another (a member waiting on the root's window
+        has no new data to acknowledge). The members that have not acknowledged ``seg`` get
+        it from this node's copy; each answers with its progress, whether it lacked it or
+        not."""
+        agg = self._aggregators.get(key)
+        if agg is None or self._switch_merged(key):
+            return
+        for member, cum in agg.cum.items():
+            if cum <= seg and member != self.endpoint.node:
+                self._repair(key, agg, member, [(seg, 1)])
 
     def forward_nack(
         self, key: McastKey, ranges: list[tuple[int, int]], requester: int | None = None

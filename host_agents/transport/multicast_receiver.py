@@ -30,6 +30,7 @@ from host_agents.transport.publish import RepairRequests
 
 AckSink = Callable[[wire.Header], None]  # an ACK this node sends to itself (as a co-root)
 NackSink = Callable[[McastKey, list[tuple[int, int]]], None]  # the same for a NACK
+RelaySink = Callable[[McastKey, int], None]  # a repair this node had: its co-root duty
 
 
 class MulticastReceiver:
@@ -41,6 +42,7 @@ class MulticastReceiver:
         *,
         ack_self: AckSink,
         nack_self: NackSink,
+        relay: RelaySink,
     ) -> None:
         self.endpoint = endpoint
         self.cfg = endpoint.cfg
@@ -49,6 +51,7 @@ class MulticastReceiver:
         self.repairs = repairs
         self._ack_self = ack_self
         self._nack_self = nack_self
+        self._relay = relay
         self.tail_quiet = self.cfg.tail_delay
         self.switch_acks = SwitchAcks(endpoint)
 
@@ -78,6 +81,8 @@ class MulticastReceiver:
         completed = self.inbox.completed.get(key)
         if completed is not None:
             self.endpoint.stats.duplicates += 1
+            if hdr.flags & Flag.REPAIR:
+                self._relay(key, hdr.seg_idx)
             if merged:
                 self.switch_acks.repeat(hdr, completed, hdr.seg_count)
             elif not no_ack:
@@ -91,6 +96,8 @@ class MulticastReceiver:
             self._learn_tail_quiet(repaired=bool(hdr.flags & (Flag.REPAIR | Flag.RETRANSMIT)))
         if hdr.flags & Flag.REPAIR:
             self.repairs.repaired(new)
+            if not new:
+                self._relay(key, hdr.seg_idx)
         msg.unacked += 1
         if msg.done.done():
             msg.cancel_timers()

@@ -300,3 +300,45 @@ def test_a_timeout_with_one_member_behind_repairs_it_alone() -> None:
         assert stats.retransmissions >= 3
 
     asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_a_member_whose_acks_were_lost_is_asked_again_through_its_coroot() -> None:
+    """Every ACK one remote member sends for the root's first window is lost. The member
+    then has nothing new to acknowledge (the root waits for its co-root's merged ACK to
+    open the window), so only the root's timeout can move things: it repairs the co-root,
+    which had the segment already and passes it to the member, whose answer carries its
+    real progress. Before the co-root passed such repairs on, the broadcast stalled."""
+    member, coroot = remote_member()
+    window = 4
+    config = dataclasses.replace(CONFIG, mcast_window=window, rto_initial=0.2, rto_min=0.2)
+    data = random.Random(9).randbytes(3 * window * wire.MAX_PAYLOAD)
+    state = {"root_timed_out": False, "acks_lost": 0}
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        if hdr.flags & wire.Flag.REPAIR and hdr.src_node == ROOT and hdr.dst_node == coroot:
+            state["root_timed_out"] = True
+        lose = link == (-1, member) and hdr.op == wire.Op.ACK and hdr.seq <= window
+        if lose and not state["root_timed_out"]:
+            state["acks_lost"] += 1
+            return True
+        return False
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        options = dataclasses.replace(OPTIONS, progress_timeout=5.0)
+        cluster = Cluster(
+            TOPO, MEMBERS, loop=loop, config=config, options=options, faults=Faults(drop_if=drop_if)
+        )
+        got = await asyncio.gather(
+            *(
+                c.bcast(data if c.rank == 0 else None, 0, size=len(data), algorithm="innet")
+                for c in cluster.comms
+            )
+        )
+        assert all(g == data for g in got)
+        stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+        assert state["acks_lost"] >= 1 and state["root_timed_out"]
+        assert stats[coroot].coroot_repairs >= 1, "the co-root passed the root's repair on"
+
+    asyncio.run(asyncio.wait_for(body(), 30))

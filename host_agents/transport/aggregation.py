@@ -175,7 +175,7 @@ class CoRoots:
     def keep(self, msg: Incoming) -> None:
         """The caller takes a multicast this node received: keep a copy while members of the
         group still miss parts of it (the caller may change its buffer)."""
-        if not isinstance(msg.key, McastKey) or msg.key in self._aggregated:
+        if not isinstance(msg.key, McastKey) or msg.published or msg.key in self._aggregated:
             return
         if self._switch_merged(msg.key):
             return

@@ -51,7 +51,9 @@ class EngineConfig:
     coroot_probe_delay: float = 0.03
     peer_timeout: float = 15.0
     barrier_rto: float = 0.1
-    barrier_rto_max: float = 1.0
+    # a rank that entered a barrier early retransmits at least this often: a RELEASE lost on
+    # its way to it costs it no more (with 1 s, one lost RELEASE held a whole allgather)
+    barrier_rto_max: float = 0.2
     # Early data (a message that arrives before its receiver asks for it) is accepted for
     # epochs this far from the newest the rank started: nonblocking and persistent
     # collectives overlap a few instances, not hundreds; senders beyond it retransmit later.

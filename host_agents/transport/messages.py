@@ -94,6 +94,7 @@ class Incoming(Source):
         self.nack_retry = 0.0  # how long before NACKing again (0: not NACKed yet)
         self.highest = -1
         self.consumed = False
+        self.published = False  # a multicast without ACKs (allgather): no co-root duties
         # created by arriving data before the receiver asked for it; its parked bytes count
         # against the early budgets until the receiver claims it
         self.early = early_sender is not None

@@ -81,7 +81,7 @@ class MulticastReceiver:
         completed = self.inbox.completed.get(key)
         if completed is not None:
             self.endpoint.stats.duplicates += 1
-            if hdr.flags & Flag.REPAIR:
+            if hdr.flags & Flag.REPAIR and not no_ack:
                 self._relay(key, hdr.seg_idx)
             if merged:
                 self.switch_acks.repeat(hdr, completed, hdr.seg_count)
@@ -92,11 +92,15 @@ class MulticastReceiver:
         if admitted is None:
             return
         msg, new = admitted
+        msg.published = no_ack
         if new and msg.last_nack > 0 and not no_ack:
             self._learn_tail_quiet(repaired=bool(hdr.flags & (Flag.REPAIR | Flag.RETRANSMIT)))
         if hdr.flags & Flag.REPAIR:
-            self.repairs.repaired(new)
-            if not new:
+            if no_ack and (new or hdr.op == Op.UNICAST):
+                # a published multicast's pause learns from repairs this node asked for (or
+                # needed): a repair multicast for other askers is no false alarm of ours
+                self.repairs.repaired(new)
+            elif not new and not no_ack:
                 self._relay(key, hdr.seg_idx)
         msg.unacked += 1
         if msg.done.done():

@@ -421,3 +421,47 @@ def test_a_rank_lingering_after_its_last_barrier_repairs_a_lost_ack() -> None:
         assert dropped == 1
 
     run(body, timeout=60)
+
+
+def test_a_rank_that_waited_long_for_a_barrier_recovers_a_lost_release_quickly() -> None:
+    """One rank enters the switch barrier 1 s before the other, and its RELEASE is lost. Its
+    ARRIVE retransmissions back off while it waits, but never beyond ``barrier_rto_max``
+    (0.2 s), so it learns of the release within that (with a 1 s cap it learned 0.5 s late:
+    the lost RELEASE of one rank held a whole allgather under loss)."""
+    from controller import wire
+
+    config = EngineConfig()
+    early_node, late_node = HOSTS[0], HOSTS[-1]
+    early_link = (TOPO.host_by_node(early_node).switch, TOPO.host_by_node(early_node).port)
+    dropped = 0
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        nonlocal dropped
+        if dropped or link != early_link or wire.parse_frame(frame).hdr.op != wire.Op.RELEASE:
+            return False
+        dropped += 1
+        return True
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO,
+            (early_node, late_node),
+            loop=loop,
+            config=config,
+            options=OPTIONS,
+            faults=Faults(drop_if=drop_if),
+        )
+        early, late = cluster.comms
+        left: dict[str, float] = {}
+
+        async def enter(comm: Comm, name: str, after: float) -> None:
+            await asyncio.sleep(after)
+            await comm.barrier(algorithm="innet")
+            left[name] = loop.time()
+
+        await asyncio.gather(enter(early, "early", 0.0), enter(late, "late", 1.0))
+        assert dropped == 1
+        late_by = left["early"] - left["late"]
+        assert late_by <= 0.3, f"the early rank learned of the release {late_by:.2f} s late"
+
+    run(body, timeout=30)

@@ -342,3 +342,29 @@ def test_a_member_whose_acks_were_lost_is_asked_again_through_its_coroot() -> No
         assert stats[coroot].coroot_repairs >= 1, "the co-root passed the root's repair on"
 
     asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_published_multicasts_bring_no_coroot_work() -> None:
+    """Allgather's published blocks are repaired by their roots on request: co-roots keep
+    no copies of them, merge no ACKs and pass no repairs on (a co-root that did sent members
+    repairs without NO_ACK, and they acknowledged data nobody waited for)."""
+    loss = Faults(loss=0.03, duplicate=0.02, reorder=0.02)
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(TOPO, MEMBERS, loop=loop, config=CONFIG, options=OPTIONS, faults=loss)
+        for instance in range(3):
+            blocks = [random.Random(instance * 100 + c.rank).randbytes(1500) for c in cluster.comms]
+            got = await asyncio.gather(
+                *(c.allgather(blocks[c.rank], algorithm="innet") for c in cluster.comms)
+            )
+            assert all(g == b"".join(blocks) for g in got)
+        assert cluster.fabric.lost > 0
+        stats = cluster.stats()
+        assert stats["mcast_retransmissions"] > 0, "no block was repaired"
+        assert stats["acks_sent"] == 0 and stats["coroot_repairs"] == 0
+        for comm in cluster.comms:
+            coroots = comm.engine._coroots
+            assert not coroots._held and not coroots._aggregators
+
+    asyncio.run(asyncio.wait_for(body(), 60))

@@ -162,3 +162,40 @@ def test_a_complete_block_is_not_asked_for() -> None:
         assert asked(port) == []
 
     with_engine(body)
+
+
+def test_a_repair_multicast_for_other_askers_is_no_false_alarm_here() -> None:
+    """A published multicast's repair sent down the whole tree (several receivers asked for
+    it) is a duplicate for this receiver, and no sign that this receiver asked too early: its
+    pause before asking stays. A repair sent to it alone that it did not need is one, and the
+    pause grows. (Every receiver's pause once grew to rto_max on other receivers' repairs.)"""
+
+    def body(engine: Engine, port: RecordingPort) -> None:
+        root = ROOTS[0]
+        engine.mcast_incoming(root, COMM, EPOCH, wire.Tree.INNET, 3 * SEGMENT)
+
+        def segment(op: int, flags: int) -> wire.Header:
+            return wire.Header(
+                op=op,
+                comm_id=COMM,
+                epoch=EPOCH,
+                tree=wire.Tree.INNET,
+                flags=wire.Flag.NO_ACK | flags,
+                src_node=root,
+                dst_node=ME if op == wire.Op.UNICAST else 0,
+                root_node=root,
+                seg_idx=0,
+                seg_count=3,
+                msg_len=3 * SEGMENT,
+                payload_len=SEGMENT,
+            )
+
+        data = memoryview(bytes(SEGMENT))
+        engine._mcast_rx.on_data(segment(wire.Op.MCAST, wire.Flag.NONE), data)
+        quiet = engine.repair_quiet
+        engine._mcast_rx.on_data(segment(wire.Op.MCAST, wire.Flag.REPAIR), data)
+        assert engine.repair_quiet == quiet
+        engine._mcast_rx.on_data(segment(wire.Op.UNICAST, wire.Flag.REPAIR), data)
+        assert engine.repair_quiet > quiet
+
+    with_engine(body)

@@ -115,12 +115,13 @@ class RepairRequests:
         self.endpoint = endpoint
         self.cfg = endpoint.cfg
         # grows on false alarms (the repair was a duplicate), shrinks on real ones
-        self.quiet = self.cfg.rto_initial
+        self.quiet = max(self.cfg.rto_initial, self.cfg.repair_quiet_min)
 
     def repaired(self, new: bool) -> None:
         """A repair arrived; ``new`` when it brought a segment this node lacked."""
         factor = 0.8 if new else 1.5
-        self.quiet = min(self.cfg.rto_max, max(self.cfg.rto_min, self.quiet * factor))
+        floor = self.cfg.repair_quiet_min
+        self.quiet = min(self.cfg.rto_max, max(floor, self.quiet * factor))
 
     def request_missing(self, msg: Incoming, root: int) -> None:
         """Ask the root of a published multicast for every segment ``msg`` still lacks; the

@@ -112,21 +112,23 @@ async def recursive_doubling(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
         await ctx.send(partner_extra, 99, bytes(recvbuf))
 
 
-IN_FLIGHT_SEGMENTS = 64  # multicast segments published at once across the communicator
+# bytes published at once across the communicator: 64 standard frames, what BMv2's port
+# buffers absorb. Counted in bytes, not segments: on jumbo links a 1 KiB block is one small
+# frame, and gating 72 such blocks made 8 ranks wait for a repair before they could publish
+IN_FLIGHT_BYTES = 64 * 1500
 
 
 async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     """Every rank publishes its block on its own switch tree, a sliding window of ranks at a
     time: rank r publishes once it holds the block of rank r - W, W chosen so about
-    IN_FLIGHT_SEGMENTS segments are multicast at once (72 ranks publishing 16 KiB together
+    IN_FLIGHT_BYTES are multicast at once (72 ranks publishing 16 KiB together
     overflow BMv2's port buffers and the repairs that follow). Receivers ask the roots for
     what is missing whenever arrivals fall silent (the repair pacer of
     host_agents/transport/publish.py decides whom to ask, and when), and one switch
     barrier tells everyone that every rank has every block, which is when the published
     blocks can go. No per-multicast ACKs: P^2 of them would dwarf the data."""
     view = memoryview(recvbuf)
-    segments = max(1, -(-block // ctx.segment_size))
-    window = max(1, IN_FLIGHT_SEGMENTS // segments)
+    window = max(1, IN_FLIGHT_BYTES // max(block, 1))
     gate = ctx.rank - window  # publish once this rank's block is here
     mine = bytes(view[ctx.rank * block : (ctx.rank + 1) * block])
     published: object | None = None

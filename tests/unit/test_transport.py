@@ -7,6 +7,7 @@ One engine on a port that records what it sends; no network. The collectives on 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 
 import pytest
@@ -15,6 +16,7 @@ from controller import wire
 from host_agents.directory import Directory
 from host_agents.engine import Engine, EngineConfig, Incoming
 from host_agents.port import FrameHandler, Port
+from host_agents.transport.publish import BACKOFF_PAUSES
 
 pytestmark = pytest.mark.unit
 
@@ -138,7 +140,7 @@ def test_a_root_is_asked_again_after_its_backoff_or_once_its_block_progressed() 
     with_engine(body)
 
 
-def test_the_wait_for_arrivals_doubles_with_each_silence_and_resets_on_arrival() -> None:
+def test_the_wait_for_arrivals_doubles_up_to_a_few_pauses_and_resets_on_arrival() -> None:
     def body(engine: Engine, port: RecordingPort) -> None:
         pending = blocks(engine, {})
         pacer = engine.repair_pacer(window=1)
@@ -148,7 +150,10 @@ def test_the_wait_for_arrivals_doubles_with_each_silence_and_resets_on_arrival()
         for i in range(6):
             pacer.silence(pending, node_of, now=float(i))
             waits.append(pacer.quiet)
-        assert waits == [min(start * 2 ** (i + 1), engine.cfg.rto_max) for i in range(6)]
+        # never beyond BACKOFF_PAUSES pauses: doubling to rto_max made one unlucky block
+        # (its NACK and repair lost again and again) hold the whole collective for seconds
+        assert waits == [min(start * 2 ** (i + 1), BACKOFF_PAUSES * start) for i in range(6)]
+        assert max(waits) < engine.cfg.rto_max
         pacer.arrived(now=10.0)
         assert (pacer.quiet, pacer.silent_since) == (engine.repair_quiet, 10.0)
 
@@ -197,5 +202,23 @@ def test_a_repair_multicast_for_other_askers_is_no_false_alarm_here() -> None:
         assert engine.repair_quiet == quiet
         engine._mcast_rx.on_data(segment(wire.Op.UNICAST, wire.Flag.REPAIR), data)
         assert engine.repair_quiet > quiet
+
+    with_engine(body)
+
+
+def test_a_root_whose_repairs_keep_getting_lost_is_asked_again_within_a_few_pauses() -> None:
+    def body(engine: Engine, port: RecordingPort) -> None:
+        pending = blocks(engine, {0: 1})
+        pacer = engine.repair_pacer(window=0)
+        quiet = engine.repair_quiet
+        now, asks = 1.0, []
+        for _ in range(40):  # silence after silence, rank 0's block never progresses
+            pacer.silence(pending, node_of, now=now)
+            if asked(port):
+                asks.append(now)
+            now += quiet / 4
+        gaps = [b - a for a, b in itertools.pairwise(asks)]
+        # the silences come every quarter pause: an ask waits for the first one after its due
+        assert gaps and max(gaps) <= BACKOFF_PAUSES * quiet + quiet / 4 + 1e-9
 
     with_engine(body)

@@ -66,7 +66,7 @@ class Barrier:
 
         what = f"waiting for RELEASE of barrier epoch {epoch} on communicator {comm}"
         try:
-            await until_answered(endpoint, waiter, send, timeout, what)
+            await until_answered(endpoint, waiter, send, timeout, what, self.cfg.barrier_rto_max)
         finally:
             waiters = self._waiters.get(comm, [])
             if (epoch, waiter) in waiters:

@@ -114,7 +114,10 @@ class SwitchReduce:
 
         what = f"waiting for the RESULT of chunk {chunk} of reduction {epoch} on comm {comm}"
         try:
-            return await until_answered(endpoint, waiter, send, deadline - self.loop.time(), what)
+            remaining = deadline - self.loop.time()
+            return await until_answered(
+                endpoint, waiter, send, remaining, what, self.cfg.reduce_rto_max
+            )
         finally:
             self._waiting.pop(key, None)
 

@@ -21,9 +21,10 @@ async def until_answered(
     send: Callable[[bool], None],
     timeout: float,
     what: str,
+    backoff_max: float,
 ) -> T:
     """``send(False)`` once, then ``send(True)`` (a retransmission) with exponential backoff
-    from ``barrier_rto`` to ``barrier_rto_max`` until ``waiter`` completes; after ``timeout``
+    from ``barrier_rto`` to ``backoff_max`` until ``waiter`` completes; after ``timeout``
     seconds a PeerTimeout naming the host's switch and ``what`` it was waiting for."""
     cfg, loop = endpoint.cfg, endpoint.loop
     delay = cfg.barrier_rto
@@ -39,4 +40,4 @@ async def until_answered(
             return await asyncio.wait_for(asyncio.shield(waiter), min(delay, remaining))
         except TimeoutError:
             send(True)
-            delay = min(delay * 2, cfg.barrier_rto_max)
+            delay = min(delay * 2, backoff_max)

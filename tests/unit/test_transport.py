@@ -222,3 +222,24 @@ def test_a_root_whose_repairs_keep_getting_lost_is_asked_again_within_a_few_paus
         assert gaps and max(gaps) <= BACKOFF_PAUSES * quiet + quiet / 4 + 1e-9
 
     with_engine(body)
+
+
+def test_a_switch_reduction_backs_off_further_than_a_barrier() -> None:
+    """A reduction has many chunks outstanding, each resent on its own until its RESULT: they
+    back off to ``reduce_rto_max`` (1 s), not to the barrier's 0.2 s cap, or a 72-rank 1 MiB
+    allreduce floods its switches with retransmissions (2,300 per rank, measured)."""
+    from host_agents.transport.config import PeerTimeout
+
+    async def main() -> None:
+        port = RecordingPort()
+        macs = {n: bytes([2, 0, 0, 0, 0, n]) for n in (ME, *ROOTS)}
+        engine = Engine(ME, port, Directory(macs=macs, places={}), EngineConfig())
+        data = bytes(2 * engine.cfg.agg_lanes * 4)  # two chunks; no switch will answer
+        with pytest.raises(PeerTimeout):
+            await engine.reduce_in_switches(COMM, 1, data, wire.AggOp.SUM, timeout=2.6)
+        resent = [h for h in port.sent if h.op == wire.Op.REDUCE and h.flags & wire.Flag.RETRANSMIT]
+        per_chunk = len(resent) / 2
+        # 0.1, 0.3, 0.7, 1.5, 2.5 s: five each (a 0.2 s cap makes it thirteen)
+        assert 4 <= per_chunk <= 6, per_chunk
+
+    asyncio.run(main())

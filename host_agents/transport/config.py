@@ -56,12 +56,13 @@ class EngineConfig:
     coroot_probe_delay: float = 0.03
     peer_timeout: float = 15.0
     barrier_rto: float = 0.1
-    # a rank that entered a barrier early retransmits at least this often: a RELEASE lost on
-    # its way to it costs it no more (with 1 s, one lost RELEASE held a whole allgather)
-    barrier_rto_max: float = 0.2
-    # a reduction has hundreds of chunks outstanding at once, each resent on its own: with
-    # the barrier's 0.2 s cap a 72-rank 1 MiB allreduce resent 2,300 chunks per rank and
-    # starved the switches (no RESULT for 4.7 s)
+    # a rank that entered a barrier early retransmits at least this often, so a RELEASE lost
+    # on its way to it costs it no more than this. 0.2 s made allgather under loss quicker,
+    # but 72 ranks waiting out a slow reduction then resent ARRIVEs 5 times a second, each
+    # passed up by its switch, and the full e2e allreduce innet ran past its deadline
+    barrier_rto_max: float = 1.0
+    # a reduction has hundreds of chunks outstanding at once, each resent on its own: with a
+    # 0.2 s cap a 72-rank allreduce resent 2,300 chunks per rank and starved the switches
     reduce_rto_max: float = 1.0
     # Early data (a message that arrives before its receiver asks for it) is accepted for
     # epochs this far from the newest the rank started: nonblocking and persistent

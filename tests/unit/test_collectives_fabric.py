@@ -426,11 +426,11 @@ def test_a_rank_lingering_after_its_last_barrier_repairs_a_lost_ack() -> None:
 def test_a_rank_that_waited_long_for_a_barrier_recovers_a_lost_release_quickly() -> None:
     """One rank enters the switch barrier 1 s before the other, and its RELEASE is lost. Its
     ARRIVE retransmissions back off while it waits, but never beyond ``barrier_rto_max``
-    (0.2 s), so it learns of the release within that (with a 1 s cap it learned 0.5 s late:
-    the lost RELEASE of one rank held a whole allgather under loss)."""
+    (here 0.2 s), so it learns of the release within that (with the default 1 s cap it
+    learned 0.5 s late, and the lost RELEASE of one rank holds a whole collective)."""
     from controller import wire
 
-    config = EngineConfig()
+    config = EngineConfig(barrier_rto_max=0.2)
     early_node, late_node = HOSTS[0], HOSTS[-1]
     early_link = (TOPO.host_by_node(early_node).switch, TOPO.host_by_node(early_node).port)
     dropped = 0

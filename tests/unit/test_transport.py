@@ -224,16 +224,17 @@ def test_a_root_whose_repairs_keep_getting_lost_is_asked_again_within_a_few_paus
     with_engine(body)
 
 
-def test_a_switch_reduction_backs_off_further_than_a_barrier() -> None:
+def test_a_switch_reduction_backs_off_to_its_own_cap() -> None:
     """A reduction has many chunks outstanding, each resent on its own until its RESULT: they
-    back off to ``reduce_rto_max`` (1 s), not to the barrier's 0.2 s cap, or a 72-rank 1 MiB
-    allreduce floods its switches with retransmissions (2,300 per rank, measured)."""
+    back off to ``reduce_rto_max`` (1 s) whatever the barrier's cap, or a 72-rank allreduce
+    floods its switches with retransmissions (2,300 per rank with a 0.2 s cap, measured)."""
     from host_agents.transport.config import PeerTimeout
 
     async def main() -> None:
         port = RecordingPort()
         macs = {n: bytes([2, 0, 0, 0, 0, n]) for n in (ME, *ROOTS)}
-        engine = Engine(ME, port, Directory(macs=macs, places={}), EngineConfig())
+        config = EngineConfig(barrier_rto_max=0.2)
+        engine = Engine(ME, port, Directory(macs=macs, places={}), config)
         data = bytes(2 * engine.cfg.agg_lanes * 4)  # two chunks; no switch will answer
         with pytest.raises(PeerTimeout):
             await engine.reduce_in_switches(COMM, 1, data, wire.AggOp.SUM, timeout=2.6)

@@ -91,15 +91,23 @@ def data_segment(seg: int | None = None) -> Callable[[wire.Header], bool]:
     return matches
 
 
-def broadcast(drop_if: Callable[[tuple[int, int], bytes], bool]) -> tuple[float, Cluster]:
-    """One 6-segment in-network broadcast from ROOT under ``drop_if``; (seconds, cluster)."""
-    data = random.Random(5).randbytes(SEGMENTS * wire.MAX_PAYLOAD - 7)
+def broadcast(
+    drop_if: Callable[[tuple[int, int], bytes], bool],
+    *,
+    data: bytes | None = None,
+    config: EngineConfig = CONFIG,
+    options: CommOptions = OPTIONS,
+) -> tuple[float, Cluster]:
+    """One in-network broadcast from ROOT (6 segments unless ``data`` is given) under
+    ``drop_if``; (seconds, cluster)."""
+    if data is None:
+        data = random.Random(5).randbytes(SEGMENTS * wire.MAX_PAYLOAD - 7)
     result: dict[str, object] = {}
 
     async def body() -> None:
         loop = asyncio.get_running_loop()
         cluster = Cluster(
-            TOPO, MEMBERS, loop=loop, config=CONFIG, options=OPTIONS, faults=Faults(drop_if=drop_if)
+            TOPO, MEMBERS, loop=loop, config=config, options=options, faults=Faults(drop_if=drop_if)
         )
         started = time.perf_counter()
         got = await asyncio.gather(
@@ -283,23 +291,10 @@ def test_a_timeout_with_one_member_behind_repairs_it_alone() -> None:
     def drop_if(link: tuple[int, int], frame: bytes) -> bool:
         return link == to_host(member) and data_segment()(wire.parse_frame(frame).hdr)
 
-    async def body() -> None:
-        loop = asyncio.get_running_loop()
-        cluster = Cluster(
-            TOPO, MEMBERS, loop=loop, config=config, options=OPTIONS, faults=Faults(drop_if=drop_if)
-        )
-        got = await asyncio.gather(
-            *(
-                c.bcast(data if c.rank == 0 else None, 0, size=len(data), algorithm="innet")
-                for c in cluster.comms
-            )
-        )
-        assert all(g == data for g in got)
-        stats = cluster.comms[0].engine.stats
-        assert stats.mcast_retransmissions == 0, "one member behind: no copy down the tree"
-        assert stats.retransmissions >= 3
-
-    asyncio.run(asyncio.wait_for(body(), 30))
+    _seconds, cluster = broadcast(drop_if, data=data, config=config)
+    stats = cluster.comms[0].engine.stats
+    assert stats.mcast_retransmissions == 0, "one member behind: no copy down the tree"
+    assert stats.retransmissions >= 3
 
 
 def test_a_member_whose_acks_were_lost_is_asked_again_through_its_coroot() -> None:
@@ -324,24 +319,11 @@ def test_a_member_whose_acks_were_lost_is_asked_again_through_its_coroot() -> No
             return True
         return False
 
-    async def body() -> None:
-        loop = asyncio.get_running_loop()
-        options = dataclasses.replace(OPTIONS, progress_timeout=5.0)
-        cluster = Cluster(
-            TOPO, MEMBERS, loop=loop, config=config, options=options, faults=Faults(drop_if=drop_if)
-        )
-        got = await asyncio.gather(
-            *(
-                c.bcast(data if c.rank == 0 else None, 0, size=len(data), algorithm="innet")
-                for c in cluster.comms
-            )
-        )
-        assert all(g == data for g in got)
-        stats = {c.engine.node: c.engine.stats for c in cluster.comms}
-        assert state["acks_lost"] >= 1 and state["root_timed_out"]
-        assert stats[coroot].coroot_repairs >= 1, "the co-root passed the root's repair on"
-
-    asyncio.run(asyncio.wait_for(body(), 30))
+    options = dataclasses.replace(OPTIONS, progress_timeout=5.0)
+    _seconds, cluster = broadcast(drop_if, data=data, config=config, options=options)
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert state["acks_lost"] >= 1 and state["root_timed_out"]
+    assert stats[coroot].coroot_repairs >= 1, "the co-root passed the root's repair on"
 
 
 def test_published_multicasts_bring_no_coroot_work() -> None:

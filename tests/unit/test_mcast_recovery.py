@@ -334,7 +334,9 @@ def test_published_multicasts_bring_no_coroot_work() -> None:
 
     async def body() -> None:
         loop = asyncio.get_running_loop()
-        cluster = Cluster(TOPO, MEMBERS, loop=loop, config=CONFIG, options=OPTIONS, faults=loss)
+        # the usual RTO: CONFIG's 4 s would make every receiver pause 4 s before asking
+        config = dataclasses.replace(CONFIG, rto_initial=0.2, rto_min=0.05)
+        cluster = Cluster(TOPO, MEMBERS, loop=loop, config=config, options=OPTIONS, faults=loss)
         for instance in range(3):
             blocks = [random.Random(instance * 100 + c.rank).randbytes(1500) for c in cluster.comms]
             got = await asyncio.gather(

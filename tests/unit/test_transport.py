@@ -43,13 +43,17 @@ class RecordingPort(Port):
         pass
 
 
+def recording_engine(config: EngineConfig) -> tuple[Engine, RecordingPort]:
+    """Node ME on a port that records what it sends (call it inside a running loop)."""
+    port = RecordingPort()
+    macs = {n: bytes([2, 0, 0, 0, 0, n]) for n in (ME, *ROOTS)}
+    return Engine(ME, port, Directory(macs=macs, places={}), config), port
+
+
 def with_engine(body: Callable[[Engine, RecordingPort], None]) -> None:
     async def main() -> None:
-        port = RecordingPort()
-        macs = {n: bytes([2, 0, 0, 0, 0, n]) for n in (ME, *ROOTS)}
         config = EngineConfig(segment_size=SEGMENT, rto_initial=0.2, rto_max=2.0)
-        engine = Engine(ME, port, Directory(macs=macs, places={}), config)
-        body(engine, port)
+        body(*recording_engine(config))
 
     asyncio.run(main())
 
@@ -231,10 +235,7 @@ def test_a_switch_reduction_backs_off_to_its_own_cap() -> None:
     from host_agents.transport.config import PeerTimeout
 
     async def main() -> None:
-        port = RecordingPort()
-        macs = {n: bytes([2, 0, 0, 0, 0, n]) for n in (ME, *ROOTS)}
-        config = EngineConfig(barrier_rto_max=0.2)
-        engine = Engine(ME, port, Directory(macs=macs, places={}), config)
+        engine, port = recording_engine(EngineConfig(barrier_rto_max=0.2))
         data = bytes(2 * engine.cfg.agg_lanes * 4)  # two chunks; no switch will answer
         with pytest.raises(PeerTimeout):
             await engine.reduce_in_switches(COMM, 1, data, wire.AggOp.SUM, timeout=2.6)

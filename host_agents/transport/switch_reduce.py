@@ -2,33 +2,60 @@
 
 A vector is cut into chunks of ``agg_lanes`` 32-bit lanes (the last one padded with the
 operation's identity). Each chunk's contribution (REDUCE) goes to the host's switch and is
-resent with backoff until the RESULT of that chunk comes back down the communicator's barrier
-tree; the switches never add a duplicate twice and answer a late one with the result, so
-retransmission is always safe. At most half of the switch's ``agg_window`` slots per
-communicator are in flight: a host sends chunk c + window/2 only once it holds the result of
-chunk c, so a switch reuses a slot only when every host already has what the slot held
-(SwitchML's shadow copies). Chunk numbers continue from one instance to the next (modulo the
-window, the same at every rank, since every rank runs the same reductions in the same order):
-the first chunk of an instance never lands in the slot whose result a slower rank may still be
-asking for. Instances are numbered by the communicator's barrier epochs, which
-survive jobs and restarts (the switches advance their released barrier epoch with the last
-chunk of each instance).
+resent until the RESULT of that chunk comes back down the communicator's barrier tree; the
+switches never add a duplicate twice and answer a late one with the result, so retransmission
+is always safe. At most half of the switch's ``agg_window`` slots per communicator are in
+flight: a host sends chunk c + window/2 only once it holds the result of chunk c, so a switch
+reuses a slot only when every host already has what the slot held (SwitchML's shadow copies).
+Chunk numbers continue from one instance to the next (modulo the window, the same at every
+rank, since every rank runs the same reductions in the same order): the first chunk of an
+instance never lands in the slot whose result a slower rank may still be asking for.
+Instances are numbered by the communicator's barrier epochs, which survive jobs and restarts
+(the switches advance their released barrier epoch with the last chunk of each instance).
+
+Retransmission is paced by progress, not per chunk: a chunk's result waits for the slowest
+rank's contribution, so per-chunk timers fire all at once whenever one rank lags, and each
+duplicate REDUCE reaching a switch whose slot is complete goes up the tree again (72 ranks
+resent 2,300 chunks each in one 64 KiB allreduce that way). One timer per reduction restarts
+whenever a result arrives; when it runs out, every outstanding chunk is resent once and the
+timer backs off. A chunk whose later neighbours' results have arrived while its own has not
+was lost, and is resent at once (fast retransmit).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from controller import wire
 from controller.wire import Flag, Op
 from host_agents.reduction import IDENTITY, LANE_BYTES, WIRE, ReduceOp
-from host_agents.transport.config import EngineError
+from host_agents.transport.config import EngineError, PeerTimeout
 from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
-from host_agents.transport.to_switch import until_answered
+from host_agents.transport.rtt import RttEstimate
+from host_agents.transport.to_switch import own_switch
 
-ChunkKey = tuple[int, int, int]  # (comm, epoch, chunk)
+InstanceKey = tuple[int, int]  # (comm, epoch)
+
+# results of later chunks that make a missing one count as lost (as TCP's duplicate ACKs)
+LATER_RESULTS_FOR_LOSS = 2
+
+
+@dataclass(slots=True)
+class _Instance:
+    """One reduction in progress at this host."""
+
+    base: int  # the switch chunk number of chunk 0
+    results: list[bytes | None]
+    first_sent: dict[int, float] = field(default_factory=dict)  # chunk -> first send time
+    resent: set[int] = field(default_factory=set)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    known: int = 0
+    failure: EngineError | None = None  # set when the communicator is freed under it
 
 
 class SwitchReduce:
@@ -36,8 +63,9 @@ class SwitchReduce:
         self.endpoint = endpoint
         self.cfg = endpoint.cfg
         self.loop = endpoint.loop
-        self._waiting: dict[ChunkKey, asyncio.Future[bytes]] = {}
+        self._active: dict[InstanceKey, _Instance] = {}
         self._next_chunk: dict[int, int] = {}  # comm -> where the next instance's chunks start
+        self._rtt: dict[int, RttEstimate] = {}  # comm -> a chunk's send-to-result time
 
     def chunks(self, nbytes: int) -> int:
         return max(1, -(-nbytes // (self.cfg.agg_lanes * LANE_BYTES)))
@@ -45,7 +73,8 @@ class SwitchReduce:
     async def reduce(
         self, comm: int, epoch: int, data: bytes | bytearray, op: ReduceOp, timeout: float
     ) -> bytes:
-        """Every rank's ``data`` combined by the switches; every rank gets the result."""
+        """Every rank's ``data`` combined by the switches; every rank gets the result.
+        PeerTimeout when no result comes for ``timeout`` seconds."""
         lanes = self.cfg.agg_lanes
         count = self.chunks(len(data))
         # chunk numbers (16 bits in the switch's slot tag) start up to a window late
@@ -54,87 +83,139 @@ class SwitchReduce:
             raise EngineError(
                 f"an in-network reduction takes at most {most * lanes * LANE_BYTES} bytes"
             )
+        if (comm, epoch) in self._active:
+            raise EngineError(f"reduction {epoch} on comm {comm} is already running")
         base = self._next_chunk.get(comm, 0)
         self._next_chunk[comm] = (base + count) % self.cfg.agg_window
         padded = np.full(count * lanes, IDENTITY[op], dtype=np.int64).astype(np.int32)
         padded[: len(data) // LANE_BYTES] = np.frombuffer(bytes(data), dtype=WIRE)
         payload = padded.astype(WIRE).tobytes()
-        chunk_bytes = lanes * LANE_BYTES
-        in_flight = max(1, self.cfg.agg_window // 2)
-        deadline = self.loop.time() + timeout
-        tasks: list[asyncio.Task[bytes]] = []
+        instance = _Instance(base, [None] * count)
+        self._active[(comm, epoch)] = instance
         try:
-            for chunk in range(count):
-                if chunk >= in_flight:
-                    await tasks[chunk - in_flight]  # its slot's previous result is here
-                part = payload[chunk * chunk_bytes : (chunk + 1) * chunk_bytes]
-                tasks.append(
-                    self.loop.create_task(
-                        self._chunk(comm, epoch, base + chunk, base + count, op, part, deadline)
-                    )
-                )
-            results = await asyncio.gather(*tasks)
+            await self._run(comm, epoch, op, payload, instance, timeout)
         finally:
-            for task in tasks:
-                task.cancel()
-        return b"".join(results)[: len(data)]
+            self._active.pop((comm, epoch), None)
+        return b"".join(r for r in instance.results if r is not None)[: len(data)]
 
-    async def _chunk(
+    async def _run(
         self,
         comm: int,
         epoch: int,
-        chunk: int,
-        count: int,
         op: ReduceOp,
-        part: bytes,
-        deadline: float,
-    ) -> bytes:
-        endpoint = self.endpoint
-        key = (comm, epoch, chunk)
-        waiter: asyncio.Future[bytes] = self.loop.create_future()
-        self._waiting[key] = waiter
-        hdr = wire.Header(
+        payload: bytes,
+        instance: _Instance,
+        timeout: float,
+    ) -> None:
+        endpoint, loop = self.endpoint, self.loop
+        results = instance.results
+        count = len(results)
+        chunk_bytes = self.cfg.agg_lanes * LANE_BYTES
+        in_flight = max(1, self.cfg.agg_window // 2)
+        rtt = self._rtt.setdefault(comm, RttEstimate(self.cfg.barrier_rto))
+        header = wire.Header(
             op=Op.REDUCE,
             comm_id=comm,
             epoch=epoch,
             tree=int(op),
             src_node=endpoint.node,
-            seg_idx=chunk,
-            seg_count=count,
-            msg_len=len(part),
+            seg_count=instance.base + count,
         )
 
-        def send(again: bool) -> None:
+        def send(chunk: int, again: bool) -> None:
+            hdr = header.with_(seg_idx=instance.base + chunk, msg_len=chunk_bytes)
+            part = payload[chunk * chunk_bytes : (chunk + 1) * chunk_bytes]
             if again:
                 endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=Flag.RETRANSMIT), part)
                 endpoint.stats.reduce_retransmissions += 1
+                instance.resent.add(chunk)
             else:
                 endpoint.send_frame(BROADCAST_MAC, hdr, part)
                 endpoint.stats.reduce_sent += 1
+                # the first window waits for every rank to arrive: no round trip to learn from
+                if chunk >= in_flight:
+                    instance.first_sent[chunk] = loop.time()
 
-        what = f"waiting for the RESULT of chunk {chunk} of reduction {epoch} on comm {comm}"
-        try:
-            remaining = deadline - self.loop.time()
-            return await until_answered(
-                endpoint, waiter, send, remaining, what, self.cfg.reduce_rto_max
-            )
-        finally:
-            self._waiting.pop(key, None)
+        lowest = sent = known = 0  # lowest chunk without a result; chunks sent; results held
+        backoff = self._base_rto(rtt)
+        last_event = last_result = loop.time()
+        while lowest < count:
+            while sent < count and sent < lowest + in_flight:  # its slot's last result is here
+                send(sent, again=False)
+                sent += 1
+            now = loop.time()
+            if now - last_result >= timeout:
+                what = f"waiting for the RESULT of chunk {instance.base + lowest} of reduction"
+                raise PeerTimeout(own_switch(endpoint), f"{what} {epoch} on comm {comm}", timeout)
+            wait = min(last_event + backoff, last_result + timeout) - now
+            if wait > 0 and instance.known == known:
+                instance.arrived.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(instance.arrived.wait(), wait)
+            if instance.failure is not None:
+                raise instance.failure
+            now = loop.time()
+            if instance.known > known:
+                known = instance.known
+                last_event = last_result = now
+                for chunk, sent_at in list(instance.first_sent.items()):
+                    if results[chunk] is not None:
+                        del instance.first_sent[chunk]
+                        # Karn: a resent chunk's time is unclear, and until a clean one
+                        # arrives the backed-off timeout stays
+                        if chunk not in instance.resent:
+                            rtt.sample(now - sent_at, self.cfg)
+                            backoff = self._base_rto(rtt)
+                while lowest < count and results[lowest] is not None:
+                    lowest += 1
+                self._resend_overtaken(results, lowest, sent, instance, send)
+            elif now - last_event >= backoff:
+                for chunk in range(lowest, sent):
+                    if results[chunk] is None:
+                        send(chunk, again=True)
+                last_event = now
+                backoff = min(backoff * 2, self.cfg.reduce_rto_max)
+
+    def _base_rto(self, rtt: RttEstimate) -> float:
+        return min(max(self.cfg.barrier_rto, rtt.rto), self.cfg.reduce_rto_max)
+
+    @staticmethod
+    def _resend_overtaken(
+        results: list[bytes | None],
+        lowest: int,
+        sent: int,
+        instance: _Instance,
+        send: Callable[[int, bool], None],
+    ) -> None:
+        """Resend, once, each missing chunk that enough later chunks' results have overtaken."""
+        later = 0
+        for chunk in range(sent - 1, lowest - 1, -1):
+            if results[chunk] is not None:
+                later += 1
+            elif later >= LATER_RESULTS_FOR_LOSS and chunk not in instance.resent:
+                send(chunk, True)
 
     def on_result(self, hdr: wire.Header, payload: memoryview) -> None:
         """A RESULT from this host's own switch."""
-        waiter = self._waiting.get((hdr.comm_id, hdr.epoch, hdr.seg_idx))
-        if waiter is None or waiter.done():
+        instance = self._active.get((hdr.comm_id, hdr.epoch))
+        chunk = -1 if instance is None else hdr.seg_idx - instance.base
+        if instance is None or not 0 <= chunk < len(instance.results):
+            self.endpoint.stats.duplicates += 1
+            return
+        if instance.results[chunk] is not None:
             self.endpoint.stats.duplicates += 1
             return
         if len(payload) != self.cfg.agg_lanes * LANE_BYTES:
             self.endpoint.drop("RESULT with the wrong number of lanes", hdr)
             return
-        waiter.set_result(bytes(payload))
+        instance.results[chunk] = bytes(payload)
+        instance.known += 1
+        instance.arrived.set()
 
     def purge(self, comm: int) -> None:
         self._next_chunk.pop(comm, None)
-        for key in [k for k in self._waiting if k[0] == comm]:
-            waiter = self._waiting.pop(key)
-            if not waiter.done():
-                waiter.set_exception(EngineError(f"communicator {comm} was freed"))
+        self._rtt.pop(comm, None)
+        for key in [k for k in self._active if k[0] == comm]:
+            instance = self._active.pop(key)
+            instance.failure = EngineError(f"communicator {comm} was freed")
+            instance.arrived.set()

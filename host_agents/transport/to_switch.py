@@ -15,6 +15,12 @@ from host_agents.transport.endpoint import Endpoint
 T = TypeVar("T")
 
 
+def own_switch(endpoint: Endpoint) -> int:
+    """The switch this host hangs off (0 when the directory does not place it)."""
+    directory = endpoint.directory
+    return directory.switch_of(endpoint.node) if endpoint.node in directory.places else 0
+
+
 async def until_answered(
     endpoint: Endpoint,
     waiter: asyncio.Future[T],
@@ -33,9 +39,7 @@ async def until_answered(
     while True:
         remaining = deadline - loop.time()
         if remaining <= 0:
-            places = endpoint.directory.places
-            switch = endpoint.directory.switch_of(endpoint.node) if endpoint.node in places else 0
-            raise PeerTimeout(switch, what, timeout)
+            raise PeerTimeout(own_switch(endpoint), what, timeout)
         try:
             return await asyncio.wait_for(asyncio.shield(waiter), min(delay, remaining))
         except TimeoutError:

@@ -218,3 +218,75 @@ def test_a_result_lost_between_two_innet_reductions_is_still_answered() -> None:
         assert lost, "the test lost no RESULT"
 
     run(body, timeout=60)
+
+
+def test_results_that_take_longer_than_the_first_timeout_bring_no_retransmission_storm() -> None:
+    """Each chunk's RESULT takes several times ``barrier_rto`` to come back (5 ms per link),
+    but results keep arriving: the timer restarts on every one and learns the round trip, so
+    only the first windows are resent, and the next reduction starts from what was learnt.
+    Per-chunk timers resent every one of the 40 chunks two or three times, and every duplicate
+    that met a complete slot went up the tree again."""
+    members = tuple(HOSTS[:9])
+    nbytes = 40 * wire.AGG_LANES * 4  # 40 chunks
+    in_flight = wire.AGG_WINDOW // 2
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO, members, loop=loop, config=CONFIG, options=OPTIONS, faults=Faults(delay=0.005)
+        )
+        parts = contributions(len(members), nbytes, 5)
+        resent: list[list[int]] = []
+        for _ in range(2):
+            results = await asyncio.gather(
+                *(
+                    c.run("allreduce", Call(parts[c.rank], 0, nbytes), algorithm="innet")
+                    for c in cluster.comms
+                )
+            )
+            assert all(r == reduce_all(parts, ReduceOp.SUM) for r in results)
+            resent.append([c.engine.stats.reduce_retransmissions for c in cluster.comms])
+        assert cluster.stats()["reduce_sent"] == 2 * 40 * len(members)
+        first, both = resent
+        assert max(first) <= 5 * in_flight, first
+        assert max(b - f for b, f in zip(both, first, strict=True)) <= 2 * in_flight, both
+
+    run(body, timeout=60)
+
+
+def test_a_lost_contribution_is_resent_when_later_results_overtake_it() -> None:
+    """One host's REDUCE of a middle chunk is lost: the next chunks' results arrive without
+    it, and every rank resends it at once instead of waiting out a 1 s timeout."""
+    members = tuple(HOSTS[:4])
+    victim = TOPO.host_by_node(members[2])
+    config = EngineConfig(barrier_rto=1.0, reduce_rto_max=2.0)
+    lost: list[int] = []
+
+    def drop_chunk_5(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.Header.unpack_from(frame, wire.ETH_HEADER_LEN)
+        mine = hdr.op == wire.Op.REDUCE and hdr.src_node == victim.node_id
+        if mine and hdr.seg_idx == 5 and not lost:
+            lost.append(hdr.seg_idx)
+            return True
+        return False
+
+    nbytes = 12 * wire.AGG_LANES * 4
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO, members, loop=loop, config=config, options=OPTIONS,
+            faults=Faults(drop_if=drop_chunk_5),
+        )  # fmt: skip
+        parts = contributions(len(members), nbytes, 6)
+        started = loop.time()
+        results = await asyncio.gather(
+            *(
+                c.run("allreduce", Call(parts[c.rank], 0, nbytes), algorithm="innet")
+                for c in cluster.comms
+            )
+        )
+        elapsed = loop.time() - started
+        assert all(r == reduce_all(parts, ReduceOp.SUM) for r in results)
+        assert lost, "the test lost no REDUCE"
+        assert elapsed < 0.5, f"{elapsed:.2f} s: the loss waited for the timeout"
+
+    run(body, timeout=60)

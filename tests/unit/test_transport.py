@@ -229,9 +229,9 @@ def test_a_root_whose_repairs_keep_getting_lost_is_asked_again_within_a_few_paus
 
 
 def test_a_switch_reduction_backs_off_to_its_own_cap() -> None:
-    """A reduction has many chunks outstanding, each resent on its own until its RESULT: they
-    back off to ``reduce_rto_max`` (1 s) whatever the barrier's cap, or a 72-rank allreduce
-    floods its switches with retransmissions (2,300 per rank with a 0.2 s cap, measured)."""
+    """A reduction with no RESULT coming resends its outstanding chunks with a timer that backs
+    off to ``reduce_rto_max`` (1 s) whatever the barrier's cap, or a 72-rank allreduce floods
+    its switches with retransmissions (2,300 per rank with a 0.2 s cap, measured)."""
     from host_agents.transport.config import PeerTimeout
 
     async def main() -> None:

@@ -72,4 +72,10 @@ def predicted_link_bytes(
         assert rest == 0, "every member arrives at every barrier"
         for link in barrier_links(trees.barrier_tree(topo, members)):
             predicted[link] += frame_bytes(0) * instances
+    # a reduction chunk travels like a barrier whose ARRIVEs and RELEASE carry its lanes
+    for chunk_bytes, contributions in traffic.reductions.items():
+        chunks, rest = divmod(contributions, len(members))
+        assert rest == 0, "every member contributes every chunk"
+        for link in barrier_links(trees.barrier_tree(topo, members)):
+            predicted[link] += frame_bytes(chunk_bytes) * chunks
     return predicted

@@ -26,7 +26,6 @@ from typing import Any
 from controller.topology import parse_spec
 from host_agents.collectives import algorithm_names
 from host_agents.report import Row, format_table, save
-from mininet_topos.ns3sim.context import NOT_SIMULATED
 from mininet_topos.ns3sim.loader import Ns3Unavailable, unavailable_reason
 from mininet_topos.ns3sim.network import LinkParams
 
@@ -61,18 +60,12 @@ def parse_run(text: str) -> list[tuple[str, str, int]]:
             f"--run {text!r}: unknown collective {collective!r}; "
             f"known: {', '.join(algorithm_names())}"
         )
-    simulated = [n for n in table if (collective, n) not in NOT_SIMULATED]
-    chosen = simulated if names == "all" else names.split(",")
+    chosen = list(table) if names == "all" else names.split(",")
     for name in chosen:
         if name not in table:
             raise argparse.ArgumentTypeError(
                 f"--run {text!r}: unknown {collective} algorithm {name!r}; "
                 f"known: {', '.join(table)}"
-            )
-        if (collective, name) in NOT_SIMULATED:
-            raise argparse.ArgumentTypeError(
-                f"--run {text!r}: {collective} {name} is not simulated (the simulated routers "
-                "have no aggregation slots)"
             )
     try:
         size_list = [int(s) for s in sizes.split(",")]

@@ -16,11 +16,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from controller import wire
+from controller.wire import AggOp
 from host_agents.context import CollectiveContext, Data, RepairPacing
 from host_agents.directory import Directory
 from host_agents.engine import EngineError, Incoming, Source
 from host_agents.plans import ragasa_relays
-from mininet_topos.ns3sim.transport import HostEndpoint, SimIncoming
+from host_agents.reduction import LANE_BYTES
+from mininet_topos.ns3sim.transport import HostEndpoint, SimIncoming, reduce_key
 
 if TYPE_CHECKING:
     from controller.topology import Topology
@@ -29,10 +32,9 @@ T = TypeVar("T")
 SEGMENT = 1460  # controller.wire.MAX_PAYLOAD: segments as the engine cuts them
 PROGRESS_TIMEOUT = 15.0  # simulated seconds without an arrival (CommOptions.progress_timeout)
 REPAIR_QUIET = 0.2  # simulated seconds the allgather waits between looks at its arrivals
-
-# (collective, algorithm) pairs the simulation cannot run: in-network reduction needs the
-# switches' aggregation slots, which the simulated routers do not have yet
-NOT_SIMULATED = frozenset({("allreduce", "innet"), ("reduce", "innet")})
+# the P4 program's reduction packets: lanes per chunk, and chunks a host has in flight
+CHUNK_BYTES = wire.AGG_LANES * LANE_BYTES
+CHUNKS_IN_FLIGHT = max(1, wire.AGG_WINDOW // 2)
 
 
 class SimCollectiveError(Exception):
@@ -205,9 +207,29 @@ class SimContext:
         key = self.member.barrier_key(epoch)
         await self.wait(self.endpoint.arrive(key), f"switch barrier epoch {epoch}")
 
-    async def aggregate(self, data: bytes | bytearray, op: int) -> bytes:  # NOT_SIMULATED
-        # the routers of the simulation count barrier arrivals but hold no aggregation slots
-        raise self.error("in-network reduction is not simulated (the routers have no slots)")
+    async def aggregate(self, data: bytes | bytearray, op: int) -> bytes:
+        """The switches' reduction, chunk by chunk with the host's window of the real engine
+        (host_agents/transport/switch_reduce.py), each chunk merged up the barrier tree by
+        the simulated routers and its result sent down it."""
+        count = max(1, -(-len(data) // CHUNK_BYTES))
+        if count > wire.AGG_CHUNK_LIMIT:
+            limit = wire.AGG_CHUNK_LIMIT * CHUNK_BYTES
+            raise self.error(f"an in-network reduction takes at most {limit} bytes")
+        transport = self.endpoint.transport
+        transport.contribute(self.comm_id, self._epoch, self.rank, bytes(data))
+        what = "waiting for the switches' RESULT"
+        results: list[asyncio.Future[None]] = []
+        for chunk in range(count):
+            if chunk >= CHUNKS_IN_FLIGHT:  # the slot's previous chunk is done everywhere
+                await self.wait(results[chunk - CHUNKS_IN_FLIGHT], what)
+            key = reduce_key(self.comm_id, self._epoch, chunk)
+            results.append(self.endpoint.contribute(key, CHUNK_BYTES))
+        await self.wait_all(results, what)
+        try:
+            result = transport.reduction_result(self.comm_id, self._epoch, AggOp(op), self.size)
+        except EngineError as exc:
+            raise self.error(str(exc)) from exc
+        return result[: len(data)]
 
     # -- placement ------------------------------------------------------------------------
 

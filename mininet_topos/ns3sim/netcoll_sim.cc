@@ -12,6 +12,10 @@
 // ARRIVEs of an epoch from its children (member hosts and child routers of the barrier tree),
 // sends one ARRIVE to its parent when all have arrived, and the root router sends RELEASE down
 // the tree (hop by hop, which puts the same bytes on each tree link as the P4 multicast).
+// An in-network reduction is the same exchange with a payload, like p4src/common/reduce.p4:
+// each chunk's contribution (an ARRIVE carrying the chunk's bytes) is merged at every router
+// into one partial of the same size sent up, and the root's result comes down as a RELEASE
+// carrying it. The lanes' values stay in Python, like every payload here.
 
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -315,6 +319,13 @@ class Sim
         SendTo(host, m_routerOfHost[host], BARRIER_PORT, key, 0, KIND_ARRIVE);
     }
 
+    // A host's contribution of `bytes` to one chunk of an in-network reduction (key names
+    // communicator, epoch and chunk): the result completes as RELEASE_FLAG | key.
+    void Contribute(uint32_t host, uint64_t key, uint32_t bytes)
+    {
+        SendSegment(host, m_routerOfHost[host], BARRIER_PORT, key, bytes, KIND_ARRIVE, bytes);
+    }
+
     void SetRouterOfHost(uint32_t host, uint32_t routerAddr)
     {
         if (m_routerOfHost.size() <= host)
@@ -514,7 +525,7 @@ class Sim
             std::memcpy(&kind, header + 12, 4);
             if (node >= m_hosts)
             {
-                RouterBarrier(node - m_hosts, msg, kind);
+                RouterBarrier(node - m_hosts, msg, kind, bytes);
                 continue;
             }
             if (kind == KIND_RELEASE)
@@ -554,7 +565,8 @@ class Sim
         }
     }
 
-    void RouterBarrier(uint32_t r, uint64_t key, uint32_t kind)
+    // `bytes`: the payload a reduction chunk carries (0 for a barrier), passed on merged
+    void RouterBarrier(uint32_t r, uint64_t key, uint32_t kind, uint32_t bytes)
     {
         BarrierRouter& b = m_barrier[r];
         uint32_t node = m_hosts + r;
@@ -566,7 +578,7 @@ class Sim
         {
             for (const Ipv4Address& child : b.children)
             {
-                SendFromRouter(node, child, key, KIND_RELEASE);
+                SendFromRouter(node, child, key, KIND_RELEASE, bytes);
             }
             return;
         }
@@ -580,23 +592,26 @@ class Sim
         {
             for (const Ipv4Address& child : b.children)
             {
-                SendFromRouter(node, child, key, KIND_RELEASE);
+                SendFromRouter(node, child, key, KIND_RELEASE, bytes);
             }
         }
         else
         {
-            SendFromRouter(node, b.parent, key, KIND_ARRIVE);
+            SendFromRouter(node, b.parent, key, KIND_ARRIVE, bytes);
         }
     }
 
-    void SendFromRouter(uint32_t node, Ipv4Address dst, uint64_t key, uint32_t kind)
+    void SendFromRouter(uint32_t node, Ipv4Address dst, uint64_t key, uint32_t kind, uint32_t bytes)
     {
         uint8_t header[HEADER];
-        uint32_t zero = 0;
         std::memcpy(header, &key, 8);
-        std::memcpy(header + 8, &zero, 4);
+        std::memcpy(header + 8, &bytes, 4);
         std::memcpy(header + 12, &kind, 4);
         Ptr<ns3::Packet> p = Create<ns3::Packet>(header, HEADER);
+        if (bytes)
+        {
+            p->AddAtEnd(Create<ns3::Packet>(bytes));
+        }
         // hosts listen on the data port, routers on the barrier port; hosts come first
         uint16_t port = kind == KIND_ARRIVE ? BARRIER_PORT : m_childPort(dst);
         m_sockets[node]->SendTo(p, 0, InetSocketAddress(dst, port));

@@ -20,9 +20,11 @@ from typing import Any
 
 from controller import trees, wire
 from host_agents.engine import EngineError, SizeMismatch
+from host_agents.reduction import reduce_all
 from mininet_topos.ns3sim.network import SimNetwork
 
 RELEASE_FLAG = 1 << 47
+REDUCE_FLAG = 1 << 46  # a reduction chunk's key, apart from every barrier key (32 bits)
 HOST_SHIFT = 48
 MESSAGE_MASK = (1 << HOST_SHIFT) - 1
 TREE_KINDS = {
@@ -70,11 +72,24 @@ class Traffic:
     unicasts: Counter[tuple[int, int, int]] = field(default_factory=Counter)  # (src, dst, bytes)
     multicasts: Counter[tuple[str, int, int]] = field(default_factory=Counter)  # (kind, root, B)
     barriers: int = 0
+    reductions: Counter[int] = field(default_factory=Counter)  # chunk bytes -> contributions
 
     def clear(self) -> None:
         self.unicasts.clear()
         self.multicasts.clear()
         self.barriers = 0
+        self.reductions.clear()
+
+
+@dataclass(slots=True)
+class _SharedReduction:
+    """Every rank's contribution to one in-network reduction. The routers merge only sizes,
+    so the values are combined here, once, by the first rank whose last chunk's result came
+    down (every rank's every chunk had reached the root router by then)."""
+
+    parts: dict[int, bytes] = field(default_factory=dict)  # rank -> its vector
+    result: bytes | None = None
+    taken: int = 0
 
 
 class Transport:
@@ -93,6 +108,7 @@ class Transport:
         self.tree_cache: dict[tuple[str, int], trees.Tree] = {}
         self.hollow = False  # payloads not carried (see Simulation.hollow)
         self._zeros: dict[int, memoryview] = {}
+        self._reductions: dict[tuple[int, int], _SharedReduction] = {}
 
     def endpoint(self, node: int) -> HostEndpoint:
         if node not in self.endpoints:
@@ -147,6 +163,26 @@ class Transport:
         self.tree_cache[(kind, root)] = tree
         return tree
 
+    # -- in-network reductions ----------------------------------------------------------------
+
+    def contribute(self, comm: int, epoch: int, rank: int, data: bytes) -> None:
+        """Rank ``rank``'s vector for reduction ``epoch`` of ``comm``."""
+        shared = self._reductions.setdefault((comm, epoch), _SharedReduction())
+        shared.parts[rank] = data
+
+    def reduction_result(self, comm: int, epoch: int, op: wire.AggOp, ranks: int) -> bytes:
+        """The combined vector, for a rank whose every chunk's result has come down."""
+        shared = self._reductions[(comm, epoch)]
+        if shared.result is None:
+            if len(shared.parts) != ranks:  # the routers released what not all contributed
+                missing = sorted(set(range(ranks)) - set(shared.parts))
+                raise EngineError(f"reduction {epoch}: no contribution from ranks {missing[:8]}")
+            shared.result = reduce_all([shared.parts[r] for r in range(ranks)], op)
+        shared.taken += 1
+        if shared.taken == ranks:
+            del self._reductions[(comm, epoch)]
+        return shared.result
+
     # -- completions --------------------------------------------------------------------------
 
     def deliver(self) -> None:
@@ -182,6 +218,7 @@ class Transport:
     def reset(self) -> None:
         """Forget everything in flight after a failed collective (the network is idle)."""
         self.messages.clear()
+        self._reductions.clear()
         self.sim.ForgetTraffic()
         for engine in self.endpoints.values():
             engine.mailbox.clear()
@@ -207,6 +244,11 @@ class Transport:
 
 def barrier_key(comm: int, epoch: int) -> int:
     return ((comm & 0xFFFF) << 16) | (epoch & 0xFFFF)
+
+
+def reduce_key(comm: int, epoch: int, chunk: int) -> int:
+    """One chunk of an in-network reduction, as the simulated routers merge it."""
+    return REDUCE_FLAG | ((comm & 0xFFFF) << 32) | ((epoch & 0xFFFF) << 16) | (chunk & 0xFFFF)
 
 
 class HostEndpoint:
@@ -255,6 +297,15 @@ class HostEndpoint:
         self.barrier_waits[key] = fut
         self.transport.traffic.barriers += 1
         self.transport.sim.Arrive(self.index, key)
+        return fut
+
+    def contribute(self, key: int, nbytes: int) -> asyncio.Future[None]:
+        """One reduction chunk of ``nbytes`` to this host's switch (``key`` from
+        :func:`reduce_key`); done when the chunk's result comes back down."""
+        fut: asyncio.Future[None] = self.loop.create_future()
+        self.barrier_waits[key] = fut
+        self.transport.traffic.reductions[nbytes] += 1
+        self.transport.sim.Contribute(self.index, key, nbytes)
         return fut
 
     # -- receiving ------------------------------------------------------------------------

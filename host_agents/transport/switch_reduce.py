@@ -18,8 +18,10 @@ rank's contribution, so per-chunk timers fire all at once whenever one rank lags
 duplicate REDUCE reaching a switch whose slot is complete goes up the tree again (72 ranks
 resent 2,300 chunks each in one 64 KiB allreduce that way). One timer per reduction restarts
 whenever a result arrives; when it runs out, every outstanding chunk is resent once and the
-timer backs off. A chunk whose later neighbours' results have arrived while its own has not
-was lost, and is resent at once (fast retransmit).
+timer backs off. Its base is learnt from results' round trips, and for an instance's first
+chunks from how long those usually take (they also wait for the last rank to arrive). A chunk
+whose later neighbours' results have arrived while its own has not was lost, and is resent at
+once (fast retransmit).
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ class SwitchReduce:
         self._active: dict[InstanceKey, _Instance] = {}
         self._next_chunk: dict[int, int] = {}  # comm -> where the next instance's chunks start
         self._rtt: dict[int, RttEstimate] = {}  # comm -> a chunk's send-to-result time
+        # comm -> an instance's first send to its first result: the round trip plus the wait
+        # for the last rank to arrive, which no resend shortens
+        self._entry: dict[int, RttEstimate] = {}
 
     def chunks(self, nbytes: int) -> int:
         return max(1, -(-nbytes // (self.cfg.agg_lanes * LANE_BYTES)))
@@ -113,6 +118,7 @@ class SwitchReduce:
         chunk_bytes = self.cfg.agg_lanes * LANE_BYTES
         in_flight = max(1, self.cfg.agg_window // 2)
         rtt = self._rtt.setdefault(comm, RttEstimate(self.cfg.barrier_rto))
+        entry = self._entry.setdefault(comm, RttEstimate(self.cfg.barrier_rto))
         header = wire.Header(
             op=Op.REDUCE,
             comm_id=comm,
@@ -137,8 +143,8 @@ class SwitchReduce:
                     instance.first_sent[chunk] = loop.time()
 
         lowest = sent = known = 0  # lowest chunk without a result; chunks sent; results held
-        backoff = self._base_rto(rtt)
-        last_event = last_result = loop.time()
+        backoff = self._base_rto(entry)
+        started = last_event = last_result = loop.time()
         while lowest < count:
             while sent < count and sent < lowest + in_flight:  # its slot's last result is here
                 send(sent, again=False)
@@ -156,6 +162,10 @@ class SwitchReduce:
                 raise instance.failure
             now = loop.time()
             if instance.known > known:
+                if known == 0:
+                    # timed from the first send even if resent: an upper bound, which only
+                    # makes the next entry wait longer before resending
+                    entry.sample(now - started, self.cfg)
                 known = instance.known
                 last_event = last_result = now
                 for chunk, sent_at in list(instance.first_sent.items()):
@@ -215,6 +225,7 @@ class SwitchReduce:
     def purge(self, comm: int) -> None:
         self._next_chunk.pop(comm, None)
         self._rtt.pop(comm, None)
+        self._entry.pop(comm, None)
         for key in [k for k in self._active if k[0] == comm]:
             instance = self._active.pop(key)
             instance.failure = EngineError(f"communicator {comm} was freed")

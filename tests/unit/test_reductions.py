@@ -290,3 +290,29 @@ def test_a_lost_contribution_is_resent_when_later_results_overtake_it() -> None:
         assert elapsed < 0.5, f"{elapsed:.2f} s: the loss waited for the timeout"
 
     run(body, timeout=60)
+
+
+def test_ranks_that_always_enter_early_learn_to_wait_for_the_last_one() -> None:
+    """One rank starts every reduction 50 ms after the others (5 times ``barrier_rto``): the
+    others' first chunks wait for it, which no resend shortens. They learn how long a first
+    result takes and stop resending after the first instances (with ``barrier_rto`` as the
+    first chunk's timeout they resent it twice in every instance)."""
+    members = tuple(HOSTS[:9])
+    instances = 8
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(TOPO, members, loop=loop, config=CONFIG, options=OPTIONS)
+
+        async def rank_runs(comm: Comm) -> None:
+            for i in range(instances):
+                if comm.rank == len(members) - 1:
+                    await asyncio.sleep(0.05)
+                part = contributions(len(members), 4, i)[comm.rank]
+                got = await comm.run("allreduce", Call(part, 0, 4), algorithm="innet")
+                assert got == reduce_all(contributions(len(members), 4, i), ReduceOp.SUM)
+
+        await asyncio.gather(*(rank_runs(c) for c in cluster.comms))
+        resent = [c.engine.stats.reduce_retransmissions for c in cluster.comms]
+        assert max(resent) <= instances // 2, resent
+
+    run(body, timeout=60)

@@ -83,11 +83,25 @@ CELLS = (
     ("allgather", "innet", 1024),
     ("allgather", "recursive_doubling", 1024),
     ("scatter", "lin", 1024),
+    ("allreduce", "innet", 1024),
+    ("allreduce", "recursive_doubling", 1024),
 )
 
 
 def matrix_keys() -> list[CellKey]:
     return [(s.label, c, a, size) for s in SETTINGS for c, a, size in CELLS]
+
+
+def chosen_keys(collectives: str) -> list[CellKey]:
+    """The matrix's cells of these collectives (comma-separated; empty: every cell)."""
+    if not collectives:
+        return matrix_keys()
+    wanted = set(collectives.split(","))
+    known = {c for c, _, _ in CELLS}
+    if wanted - known:
+        unknown = ", ".join(sorted(wanted - known))
+        raise ValueError(f"--collectives: {unknown} not in the matrix ({', '.join(sorted(known))})")
+    return [key for key in matrix_keys() if key[1] in wanted]
 
 
 def settings_record() -> dict[str, dict[str, Any]]:
@@ -138,7 +152,8 @@ def run_part(
         operations=row.iterations if row else 0,
         retransmissions=result.stats_total("retransmissions")
         + result.stats_total("mcast_retransmissions")
-        + result.stats_total("arrive_retransmissions"),
+        + result.stats_total("arrive_retransmissions")
+        + result.stats_total("reduce_retransmissions"),
         nacks=result.stats_total("nacks_sent"),
         wrong=result.wrong,
         failures=len(result.errors),
@@ -171,6 +186,7 @@ def run_matrix(
     seed: int,
     run: int,
     which: str,
+    keys: list[CellKey],
 ) -> None:
     """Parts for every cell short of ``target``, in matrix order, pass after pass (when
     ``chunk`` splits them) until the matrix is full or the budget is spent; a part whose
@@ -178,7 +194,6 @@ def run_matrix(
     earlier parts may overrun the budget by one part)."""
     members = members_of(net, which)
     comm_id, _ = net.create_comm(members)
-    keys = matrix_keys()
     while plan := results.plan(keys, target, chunk):
         ran = 0
         for index, (key, operations) in enumerate(plan):
@@ -235,6 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--budget", type=float, default=7200.0, help="seconds this run may take")
     parser.add_argument("--seed", type=int, default=20261121)
+    parser.add_argument(
+        "--collectives",
+        default="",
+        help="only add parts to the cells of these collectives (comma-separated, e.g. "
+        "allreduce); the report still shows every cell",
+    )
     parser.add_argument("--members", default="all", help="all, or per-router (one host per router)")
     parser.add_argument(
         "--resume",
@@ -300,7 +321,13 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
             budget_s=args.budget,
         )
     )
-    plan = results.plan(matrix_keys(), args.ops, args.chunk)
+    try:
+        keys = chosen_keys(args.collectives)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        results.runs.pop()
+        return 2
+    plan = results.plan(keys, args.ops, args.chunk)
     print(
         f"*** reliability matrix on {args.topo}, run {index + 1}: "
         f"{len(SETTINGS)} fault settings x {len(CELLS)} cells, {len(plan)} cells short of "
@@ -335,6 +362,7 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
                 seed=args.seed,
                 run=index,
                 which=args.members,
+                keys=keys,
             )
     except BringUpError as exc:
         print(f"error: {exc}", file=sys.stderr)

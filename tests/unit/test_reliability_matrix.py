@@ -49,7 +49,7 @@ def with_runs(results: Results, count: int) -> Results:
 
 def test_the_matrix_has_every_setting_including_bursts_and_flaps() -> None:
     labels = {key[0] for key in KEYS}
-    assert len(KEYS) == len(reliability.SETTINGS) * len(reliability.CELLS) == 42
+    assert len(KEYS) == len(reliability.SETTINGS) * len(reliability.CELLS) == 54
     bursty = next(s for s in reliability.SETTINGS if s.impairment.bursty())
     flap = next(s for s in reliability.SETTINGS if s.impairment.flaps())
     assert {bursty.label, flap.label} <= labels
@@ -135,7 +135,7 @@ def test_the_report_gives_each_cells_operations_parts_and_runs() -> None:
     assert "| 1 | 20 | 14 | 3+? |" in report  # one part from before drops were counted
     assert f"| {KEYS[2][0]} | {KEYS[2][1]} | {KEYS[2][2]} | not run |" in report
     assert (
-        "2 of 42 cells ran, 1 hold the full 1000 operations: 1050 operations, "
+        "2 of 54 cells ran, 1 hold the full 1000 operations: 1050 operations, "
         "1 wrong results, 1 failures" in report
     )
     assert "over 2 runs from 2026-11-23 to 2026-11-24" in report
@@ -180,6 +180,7 @@ def test_a_resumed_run_adds_parts_cell_by_cell_saving_after_each(
         seed=100,
         run=1,
         which="all",
+        keys=KEYS,
     )
     # the full cell is skipped, the slow one would overrun the budget (300 ops x 10 s),
     # every other cell gets two parts of 500 with seeds that differ per part
@@ -201,3 +202,12 @@ def test_report_only_writes_the_report_from_the_results_file(tmp_path: Path) -> 
     assert "| 1000 | 1 (1) |" in report.read_text()
     assert reliability.main([*argv, "--topo", "df:2,2,1"]) == 1  # another matrix
     assert reliability.main(["--results", str(tmp_path / "none.json"), "--report-only"]) == 1
+
+
+def test_a_run_can_add_to_the_cells_of_some_collectives_only() -> None:
+    keys = reliability.chosen_keys("allreduce")
+    assert {key[1] for key in keys} == {"allreduce"}
+    assert len(keys) == 2 * len(reliability.SETTINGS)
+    assert reliability.chosen_keys("") == KEYS
+    with pytest.raises(ValueError, match="allgatherr not in the matrix"):
+        reliability.chosen_keys("bcast,allgatherr")

@@ -144,6 +144,7 @@ class SwitchReduce:
 
         lowest = sent = known = 0  # lowest chunk without a result; chunks sent; results held
         backoff = self._base_rto(entry)
+        timed_out = False  # since the last clean sample: the backed-off timeout stays (Karn)
         started = last_event = last_result = loop.time()
         while lowest < count:
             while sent < count and sent < lowest + in_flight:  # its slot's last result is here
@@ -171,11 +172,11 @@ class SwitchReduce:
                 for chunk, sent_at in list(instance.first_sent.items()):
                     if results[chunk] is not None:
                         del instance.first_sent[chunk]
-                        # Karn: a resent chunk's time is unclear, and until a clean one
-                        # arrives the backed-off timeout stays
-                        if chunk not in instance.resent:
+                        if chunk not in instance.resent:  # a resent chunk's time is unclear
                             rtt.sample(now - sent_at, self.cfg)
-                            backoff = self._base_rto(rtt)
+                            timed_out = False
+                if not timed_out:  # past the first results, chunks take a round trip
+                    backoff = self._base_rto(rtt if rtt.srtt > 0 else entry)
                 while lowest < count and results[lowest] is not None:
                     lowest += 1
                 self._resend_overtaken(results, lowest, sent, instance, send)
@@ -185,6 +186,7 @@ class SwitchReduce:
                         send(chunk, again=True)
                 last_event = now
                 backoff = min(backoff * 2, self.cfg.reduce_rto_max)
+                timed_out = True
 
     def _base_rto(self, rtt: RttEstimate) -> float:
         return min(max(self.cfg.barrier_rto, rtt.rto), self.cfg.reduce_rto_max)

@@ -45,6 +45,8 @@ InstanceKey = tuple[int, int]  # (comm, epoch)
 
 # results of later chunks that make a missing one count as lost (as TCP's duplicate ACKs)
 LATER_RESULTS_FOR_LOSS = 2
+# a timeout learnt from round trips is at most this many times ``barrier_rto``
+LEARNT_RTO_LIMIT = 4
 
 
 @dataclass(slots=True)
@@ -143,8 +145,13 @@ class SwitchReduce:
                     instance.first_sent[chunk] = loop.time()
 
         lowest = sent = known = 0  # lowest chunk without a result; chunks sent; results held
-        backoff = self._base_rto(entry)
-        timed_out = False  # since the last clean sample: the backed-off timeout stays (Karn)
+        # a chunk's result also waits for every other rank's send of it, so under loss the
+        # round trips carry other ranks' recoveries; uncapped, they grew the timeout to
+        # seconds and slowed every recovery in turn (a 200 KB allreduce at 3% loss ran past
+        # 120 s). The first results' wait is capped only by reduce_rto_max: ranks may enter
+        # much later than a round trip.
+        round_trip_cap = LEARNT_RTO_LIMIT * self.cfg.barrier_rto
+        backoff = self._base_rto(entry, self.cfg.reduce_rto_max)
         started = last_event = last_result = loop.time()
         while lowest < count:
             while sent < count and sent < lowest + in_flight:  # its slot's last result is here
@@ -174,9 +181,11 @@ class SwitchReduce:
                         del instance.first_sent[chunk]
                         if chunk not in instance.resent:  # a resent chunk's time is unclear
                             rtt.sample(now - sent_at, self.cfg)
-                            timed_out = False
-                if not timed_out:  # past the first results, chunks take a round trip
-                    backoff = self._base_rto(rtt if rtt.srtt > 0 else entry)
+                # progress ends the backoff: past the first results, chunks take a round trip
+                if rtt.srtt > 0:
+                    backoff = self._base_rto(rtt, round_trip_cap)
+                else:
+                    backoff = self._base_rto(entry, self.cfg.reduce_rto_max)
                 while lowest < count and results[lowest] is not None:
                     lowest += 1
                 self._resend_overtaken(results, lowest, sent, instance, send)
@@ -186,10 +195,9 @@ class SwitchReduce:
                         send(chunk, again=True)
                 last_event = now
                 backoff = min(backoff * 2, self.cfg.reduce_rto_max)
-                timed_out = True
 
-    def _base_rto(self, rtt: RttEstimate) -> float:
-        return min(max(self.cfg.barrier_rto, rtt.rto), self.cfg.reduce_rto_max)
+    def _base_rto(self, rtt: RttEstimate, cap: float) -> float:
+        return min(max(self.cfg.barrier_rto, rtt.rto), cap, self.cfg.reduce_rto_max)
 
     @staticmethod
     def _resend_overtaken(

@@ -24,6 +24,26 @@ REFERENCE_TOPOLOGY = "df:2,4,2"  # the papers' Df(2,4,2); figures on anything el
 SECTIONS = (all_roots, latency_throughput, persistent, barrier, scatter_allgather)
 
 
+def failed_cell_lines(results: Results) -> list[str]:
+    """Cells that failed or got wrong results: their figures are missing from the sections
+    below, and the first error says why (`--resume` measures them again)."""
+    failed = [c for c in results.cells.values() if not c.ok]
+    if not failed:
+        return []
+    lines = [
+        "",
+        f"**{len(failed)} cells failed** and are missing below "
+        "(`REPRODUCE_ARGS=--resume` measures them again):",
+        "",
+    ]
+    for c in failed:
+        wrong = sum(m.wrong for m in c.measurements)
+        why = c.errors[0] if c.errors else f"{wrong} wrong results"
+        more = f" (and {len(c.errors) - 1} more errors)" if len(c.errors) > 1 else ""
+        lines.append(f"* `{c.key}` (run {c.run + 1}): {why}{more}")
+    return lines
+
+
 def render(
     results: Results, img_dir: Path, report_dir: Path, source: Path
 ) -> tuple[str, list[Path]]:
@@ -61,6 +81,7 @@ def render(
         claim = CLAIMS[section.experiment]
         what, theirs, ours, against = section.summary
         lines.append(f"| {claim.paper} | {what or claim.title} | {theirs} | {ours} | {against} |")
+    lines += failed_cell_lines(results)
     lines += ["", "## Environment", "", *environment_lines(results), ""]
     for section in sections:
         claim = CLAIMS[section.experiment]

@@ -396,3 +396,19 @@ def test_the_pace_names_what_was_busy() -> None:
 def test_progress_shows_done_total_and_time_left() -> None:
     line = reproduce.progress(5, 10, 300.0, "ragasa innet")
     assert line.startswith("[##########----------] 5/10 cells, 5.0 min, about 5.0 min left")
+
+
+def test_the_report_names_the_cells_that_failed_and_why(tmp_path: Path) -> None:
+    results = every_experiment()
+    errors = ["node 1 (rank 0): ring step 9: nothing arrived for 120.2 s", "node 2: the same"]
+    results.cells["ragasa:binomial/16384"] = cell("ragasa:binomial/16384", errors=errors)
+    text = reproduce_report.write_report(
+        results, tmp_path / "r.md", tmp_path / "img", tmp_path / "r.json"
+    )[0].read_text()
+    assert "**1 cells failed**" in text
+    assert "* `ragasa:binomial/16384` (run 1): node 1 (rank 0): ring step 9: nothing" in text
+    assert "(and 1 more errors)" in text
+    clean = reproduce_report.write_report(
+        every_experiment(), tmp_path / "c.md", tmp_path / "img", tmp_path / "c.json"
+    )[0].read_text()
+    assert "failed" not in clean

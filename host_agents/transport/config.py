@@ -61,8 +61,9 @@ class EngineConfig:
     # but 72 ranks waiting out a slow reduction then resent ARRIVEs 5 times a second, each
     # passed up by its switch, and the full e2e allreduce innet ran past its deadline
     barrier_rto_max: float = 1.0
-    # a reduction has hundreds of chunks outstanding at once, each resent on its own: with a
-    # 0.2 s cap a 72-rank allreduce resent 2,300 chunks per rank and starved the switches
+    # the longest a reduction waits between resends of its outstanding chunks (its timer
+    # backs off to this); with per-chunk timers capped at 0.2 s a 72-rank allreduce resent
+    # 2,300 chunks per rank and starved the switches
     reduce_rto_max: float = 1.0
     # Early data (a message that arrives before its receiver asks for it) is accepted for
     # epochs this far from the newest the rank started: nonblocking and persistent

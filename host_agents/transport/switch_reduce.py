@@ -128,10 +128,11 @@ class SwitchReduce:
             tree=int(op),
             src_node=endpoint.node,
             seg_count=instance.base + count,
+            msg_len=chunk_bytes,
         )
 
         def send(chunk: int, again: bool) -> None:
-            hdr = header.with_(seg_idx=instance.base + chunk, msg_len=chunk_bytes)
+            hdr = header.with_(seg_idx=instance.base + chunk)
             part = payload[chunk * chunk_bytes : (chunk + 1) * chunk_bytes]
             if again:
                 endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=Flag.RETRANSMIT), part)
@@ -150,7 +151,7 @@ class SwitchReduce:
         # seconds and slowed every recovery in turn (a 200 KB allreduce at 3% loss ran past
         # 120 s). The first results' wait is capped only by reduce_rto_max: ranks may enter
         # much later than a round trip.
-        round_trip_cap = LEARNT_RTO_LIMIT * self.cfg.barrier_rto
+        round_trip_cap = min(LEARNT_RTO_LIMIT * self.cfg.barrier_rto, self.cfg.reduce_rto_max)
         backoff = self._base_rto(entry, self.cfg.reduce_rto_max)
         started = last_event = last_result = loop.time()
         while lowest < count:
@@ -197,7 +198,7 @@ class SwitchReduce:
                 backoff = min(backoff * 2, self.cfg.reduce_rto_max)
 
     def _base_rto(self, rtt: RttEstimate, cap: float) -> float:
-        return min(max(self.cfg.barrier_rto, rtt.rto), cap, self.cfg.reduce_rto_max)
+        return min(max(self.cfg.barrier_rto, rtt.rto), cap)
 
     @staticmethod
     def _resend_overtaken(
@@ -220,7 +221,7 @@ class SwitchReduce:
         instance = self._active.get((hdr.comm_id, hdr.epoch))
         chunk = -1 if instance is None else hdr.seg_idx - instance.base
         if instance is None or not 0 <= chunk < len(instance.results):
-            self.endpoint.stats.duplicates += 1
+            self.endpoint.stats.duplicates += 1  # not a reduction this host is running
             return
         if instance.results[chunk] is not None:
             self.endpoint.stats.duplicates += 1

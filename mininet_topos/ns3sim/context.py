@@ -23,7 +23,7 @@ from host_agents.directory import Directory
 from host_agents.engine import EngineError, Incoming, Source
 from host_agents.plans import ragasa_relays
 from host_agents.reduction import LANE_BYTES
-from mininet_topos.ns3sim.transport import HostEndpoint, SimIncoming, reduce_key
+from mininet_topos.ns3sim.transport import HostEndpoint, SimIncoming, barrier_key, reduce_key
 
 if TYPE_CHECKING:
     from controller.topology import Topology
@@ -63,7 +63,7 @@ class SimRank:
         return self.barrier_epoch
 
     def barrier_key(self, epoch: int) -> int:
-        return ((self.comm_id & 0xFFFF) << 16) | (epoch & 0xFFFF)
+        return barrier_key(self.comm_id, epoch)
 
 
 class _NoRepairs:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -87,6 +87,9 @@ class Comm:
         self._barrier_epoch = 0
         self._freed = False
         self.last_choice: str = ""
+        # work a collective left running after it returned (a published allgather block kept
+        # for repairs until a switch barrier confirms that every rank has it)
+        self._background: set[asyncio.Task[None]] = set()
         engine.register_comm(comm_id, members, switch_acks=self.options.ack_merge == "switch")
 
     # -- ranks and nodes ----------------------------------------------------------------
@@ -113,6 +116,18 @@ class Comm:
         """The communicator's next switch-barrier epoch (the switches count them)."""
         self._barrier_epoch = (self._barrier_epoch + 1) & 0xFFFF
         return self._barrier_epoch
+
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` after the collective that started it returned; :meth:`settle` and
+        :meth:`free` wait for it."""
+        task = self.engine.loop.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def settle(self) -> None:
+        """Wait for the work collectives left running (each bounds its own waits)."""
+        while self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
 
     def _check_live(self) -> None:
         if self._freed:
@@ -297,6 +312,7 @@ class Comm:
     async def free(self) -> None:
         if self._freed:
             return
+        await self.settle()
         if self.service is not None:
             await self.service.free(self.comm_id, self.engine.node)
         self.engine.forget_comm(self.comm_id)

@@ -29,16 +29,18 @@ Data = bytes | bytearray | memoryview
 
 class RepairPacing(Protocol):
     @property
-    def quiet(self) -> float:
-        """How long to wait for arrivals before the next :meth:`silence`."""
+    def silent_since(self) -> float:
+        """When something last arrived."""
         ...
 
-    @property
-    def silent_since(self) -> float: ...
+    def timeout(self, now: float) -> float:
+        """How long to wait for arrivals before the next :meth:`tick`."""
+        ...
+
     def arrived(self, now: float) -> None: ...
-    def silence(self, pending: Mapping[int, Incoming], now: float) -> None:
-        """Nothing arrived for ``quiet``: ask some of the ranks ``pending`` names (rank ->
-        its published multicast as it arrives here) for what is missing."""
+    def tick(self, pending: Mapping[int, Incoming], now: float) -> None:
+        """Ask some of the ranks ``pending`` names (rank -> its published multicast as it
+        arrives here) for what is missing, where a silence or an overdue answer says so."""
         ...
 
 
@@ -96,6 +98,12 @@ class CollectiveContext(Protocol):
         ...
 
     def withdraw(self, published: object) -> None: ...
+    def withdraw_after_barrier(self, published: object) -> None:
+        """Keep ``published`` for repairs until a switch barrier (every rank calls this at
+        the same point) says every rank has what it needed, without waiting for it here:
+        the collective returns once this rank's data is complete."""
+        ...
+
     def repair_pacer(self, window: int) -> RepairPacing:
         """When and whom to ask for repairs while waiting for the published multicasts of
         many ranks; ``window``: how many may have published before the next one's data is
@@ -110,10 +118,6 @@ class CollectiveContext(Protocol):
 
     async def arrive(self) -> None:
         """Arrive at this instance's switch barrier and wait for the switches' release."""
-        ...
-
-    async def switch_barrier(self) -> None:
-        """A switch barrier inside this collective (every rank calls it at the same point)."""
         ...
 
     async def aggregate(self, data: bytes | bytearray, op: int) -> bytes:

@@ -9,6 +9,7 @@ the rank, the collective, the instance and the step.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from host_agents.comm import Comm
 
 T = TypeVar("T")
+LOG = logging.getLogger(__name__)
 
 
 class CollectiveError(Exception):
@@ -37,18 +39,17 @@ class _RankPacer:
         self._node_of = node_of
 
     @property
-    def quiet(self) -> float:
-        return self._pacer.quiet
-
-    @property
     def silent_since(self) -> float:
         return self._pacer.silent_since
+
+    def timeout(self, now: float) -> float:
+        return self._pacer.timeout(now)
 
     def arrived(self, now: float) -> None:
         self._pacer.arrived(now)
 
-    def silence(self, pending: Mapping[int, Incoming], now: float) -> None:
-        self._pacer.silence(pending, self._node_of, now)
+    def tick(self, pending: Mapping[int, Incoming], now: float) -> None:
+        self._pacer.tick(pending, self._node_of, now)
 
 
 class EngineContext:
@@ -178,6 +179,21 @@ class EngineContext:
     def withdraw(self, published: object) -> None:
         self.engine.mcast_withdraw(published)  # type: ignore[arg-type]
 
+    def withdraw_after_barrier(self, published: object) -> None:
+        epoch = self.comm.next_barrier_epoch()  # taken now: every rank takes it in this order
+
+        async def confirm() -> None:
+            try:
+                await self.engine.barrier_arrive(
+                    self.comm_id, epoch, self.options.first_data_timeout
+                )
+            except (EngineError, TimeoutError) as exc:
+                LOG.warning("%s", self.error(f"confirming switch barrier epoch {epoch}: {exc}"))
+            finally:
+                self.withdraw(published)
+
+        self.comm.in_background(confirm())
+
     def repair_pacer(self, window: int) -> RepairPacing:
         return _RankPacer(self.engine.repair_pacer(window), self.node)
 
@@ -197,14 +213,10 @@ class EngineContext:
             "waiting for the switches' RELEASE",
         )
 
-    async def switch_barrier(self) -> None:
-        epoch = self.comm.next_barrier_epoch()
-        await self.wait(
-            self.engine.barrier_arrive(self.comm_id, epoch, self.options.first_data_timeout),
-            f"switch barrier epoch {epoch}",
-        )
-
     async def aggregate(self, data: bytes | bytearray, op: int) -> bytes:
+        # a reduction's RESULT releases its barrier epoch and every earlier one: those still
+        # being confirmed in the background must be complete first (docs/protocol.md)
+        await self.comm.settle()
         return await self.wait(
             self.engine.reduce_in_switches(
                 self.comm_id, self.epoch, data, AggOp(op), self.options.first_data_timeout

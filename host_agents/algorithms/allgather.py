@@ -10,6 +10,7 @@ ordered by group and router so each step crosses every global link at most once)
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from host_agents.context import Tree
@@ -118,20 +119,30 @@ async def recursive_doubling(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
 IN_FLIGHT_BYTES = 64 * 1500
 
 
+def _passed(gate: int, rank: int, pending: Mapping[int, object]) -> bool:
+    """Whether the data of rank ``gate``, or of a rank published after it, is here: a later
+    one here while the gate's is not says the gate's was lost, and a lost block must not hold
+    back everyone gated behind it until its repair."""
+    return any(r not in pending for r in range(gate, rank))
+
+
 async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     """Every rank publishes its block on its own switch tree, a sliding window of ranks at a
-    time: rank r publishes once it holds the block of rank r - W, W chosen so about
+    time: rank r publishes once it holds the block of rank r - W or of a later rank (or
+    arrivals fall silent: that block was lost), W chosen so about
     IN_FLIGHT_BYTES are multicast at once (72 ranks publishing 16 KiB together
     overflow BMv2's port buffers and the repairs that follow). Receivers ask the roots for
-    what is missing whenever arrivals fall silent (the repair pacer of
-    host_agents/transport/publish.py decides whom to ask, and when), and one switch
-    barrier tells everyone that every rank has every block, which is when the published
-    blocks can go. No per-multicast ACKs: P^2 of them would dwarf the data."""
+    what is missing when arrivals fall silent or an asked root's answer is overdue (the
+    repair pacer of host_agents/transport/publish.py decides whom to ask, and when). A rank
+    returns once it holds every block; its own stays published for repairs until a switch
+    barrier, run in the background, says every rank has every block. No per-multicast ACKs:
+    P^2 of them would dwarf the data."""
     view = memoryview(recvbuf)
     window = max(1, IN_FLIGHT_BYTES // max(block, 1))
     gate = ctx.rank - window  # publish once this rank's block is here
     mine = bytes(view[ctx.rank * block : (ctx.rank + 1) * block])
     published: object | None = None
+    quiet = False  # the last wait ended without an arrival: nothing is in flight here
     pending = {
         rank: ctx.multicast_incoming(rank, Tree.INNET, block)
         for rank in range(ctx.size)
@@ -141,13 +152,13 @@ async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
         ctx.step = "receive every block"
         pacer = ctx.repair_pacer(window)  # when to ask which ranks for repairs
         while True:
-            if published is None and (gate < 0 or gate not in pending):
+            if published is None and (gate < 0 or _passed(gate, ctx.rank, pending) or quiet):
                 published = ctx.publish(Tree.INNET, mine)
             if not pending:
                 break
             done, _ = await asyncio.wait(
                 [m.done for m in pending.values()],
-                timeout=pacer.quiet,
+                timeout=pacer.timeout(ctx.now()),
                 return_when=asyncio.FIRST_COMPLETED,
             )
             for rank, msg in list(pending.items()):
@@ -156,15 +167,18 @@ async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
                     ctx.consume(msg)
                     del pending[rank]
             now = ctx.now()
+            quiet = not done
             if done:
                 pacer.arrived(now)
-                continue
-            if now - pacer.silent_since > ctx.progress_timeout:
+            elif now - pacer.silent_since > ctx.progress_timeout:
                 missing = sorted(pending)[:8]
                 raise ctx.error(f"blocks of ranks {missing} never arrived ({len(pending)} missing)")
-            pacer.silence(pending, now)
-        ctx.step = "confirm with a switch barrier"
-        await ctx.switch_barrier()
-    finally:
+            if pending:
+                pacer.tick(pending, now)
+    except BaseException:
         if published is not None:
             ctx.withdraw(published)
+        raise
+    ctx.step = "confirm with a switch barrier"
+    assert published is not None  # the loop publishes before it can end
+    ctx.withdraw_after_barrier(published)

@@ -99,7 +99,7 @@ class MulticastReceiver:
             if no_ack and (new or hdr.op == Op.UNICAST):
                 # a published multicast's pause learns from repairs this node asked for (or
                 # needed): a repair multicast for other askers is no false alarm of ours
-                self.repairs.repaired(new)
+                self.repairs.repaired(msg, new)
             elif not new and not no_ack:
                 self._relay(key, hdr.seg_idx)
         msg.unacked += 1

@@ -3,7 +3,8 @@
 When every rank multicasts, per-segment ACKs would be O(P^2); instead the root multicasts once
 and keeps the data (:class:`Publisher`) until the caller withdraws it (after a barrier that
 says everyone has everything). Receivers ask the root for what is missing when arrivals pause
-(:class:`RepairRequests`); the pause adapts, growing when a repair turns out to be a duplicate.
+(:class:`RepairRequests`); the pause adapts, growing when a repair turns out to be a duplicate,
+and an unanswered request is repeated after the measured repair round trip.
 A receiver waiting for many roots at once paces its requests (:class:`RepairPacer`): asking
 every root on every silence is a NACK storm that starves the data it asks for.
 
@@ -24,6 +25,7 @@ from host_agents.transport.feedback import MAX_NACK_RANGES, pack_ranges
 from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.messages import Incoming, Source, missing_runs, segment_count
+from host_agents.transport.rtt import RttEstimate
 
 REPAIR_BURST = 16  # segments one NACK of a published multicast gets resent at most
 MULTICAST_REPAIR_ASKERS = 4  # receivers asking for one segment at once: repair by multicast
@@ -113,19 +115,33 @@ class Publisher:
 
 class RepairRequests:
     """A receiver's side: how long arrivals of published multicasts may pause before it asks
-    for repairs (``quiet``), and the requests themselves."""
+    for repairs (``quiet``), how long a repair takes to come once asked for (``answer``, from
+    round trips), and the requests themselves."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.cfg = endpoint.cfg
         # grows on false alarms (the repair was a duplicate), shrinks on real ones
         self.quiet = max(self.cfg.rto_initial, self.cfg.repair_quiet_min)
+        # NACK to repair, measured on requests answered at the first ask (Karn's rule)
+        self.answer = RttEstimate(self.quiet)
+        self._answered = False
 
-    def repaired(self, new: bool) -> None:
-        """A repair arrived; ``new`` when it brought a segment this node lacked."""
+    def repaired(self, msg: Incoming, new: bool) -> None:
+        """A repair of ``msg`` arrived; ``new`` when it brought a segment this node lacked."""
         factor = 0.8 if new else 1.5
         floor = self.cfg.repair_quiet_min
         self.quiet = min(self.cfg.rto_max, max(floor, self.quiet * factor))
+        if new and msg.repair_asks == 1:
+            self.answer.sample(self.endpoint.loop.time() - msg.last_nack, self.cfg)
+            self._answered = True
+
+    @property
+    def retry_wait(self) -> float:
+        """How long an asked root has to answer before it is asked again: the repair round
+        trip's timeout once one was measured (a lost NACK or repair costs a round trip, not
+        a pause), never more than the pause."""
+        return min(self.answer.rto, self.quiet) if self._answered else self.quiet
 
     def request_missing(self, msg: Incoming, root: int) -> None:
         """Ask the root of a published multicast for every segment ``msg`` still lacks; the
@@ -140,21 +156,24 @@ class RepairRequests:
         nack = asked.feedback(Op.NACK, self.endpoint.node, root)
         self.endpoint.send_frame(self.endpoint.directory.mac(root), nack, pack_ranges(ranges))
         self.endpoint.stats.nacks_sent += 1
+        msg.last_nack = self.endpoint.loop.time()
+        msg.repair_asks += 1
 
     def pacer(self, window: int, *, ask_at_once: int = ASK_AT_ONCE) -> RepairPacer:
         return RepairPacer(self, window, ask_at_once=ask_at_once)
 
 
 class RepairPacer:
-    """One receiver waiting for the published multicasts of many roots at once: how long to
-    wait for arrivals (``quiet``, doubling while nothing arrives) and, when they fall silent,
-    whom to ask for repairs.
+    """One receiver waiting for the published multicasts of many roots at once: when to ask
+    whom for repairs.
 
-    Only roots that can have published are asked (those whose data is partly here first, then
-    the lowest ``window`` of the rest: roots publish in order, a later one once an earlier
-    one's data arrived), at most ``ask_at_once`` of them, and each root again only after its
-    own backoff, doubling while its message makes no progress (the repair may be on its way)
-    up to :data:`BACKOFF_PAUSES` pauses.
+    After a silence (no arrival for ``quiet``, doubling while nothing arrives, up to
+    :data:`BACKOFF_PAUSES` pauses) it asks roots that can have published (those whose data
+    is partly here first, then the lowest ``window`` of the rest: roots publish in order, a
+    later one once an earlier one's data arrived), at most ``ask_at_once`` of them. An asked
+    root that sends nothing is asked again once its answer is overdue (the repair round
+    trip's timeout, doubling while it stays silent, up to the same cap), whether or not other
+    data arrives meanwhile: a lost NACK or repair then costs a round trip, not a silence.
     """
 
     def __init__(self, requests: RepairRequests, window: int, *, ask_at_once: int) -> None:
@@ -162,7 +181,9 @@ class RepairPacer:
         self.window = window
         self.ask_at_once = ask_at_once
         self.quiet = requests.quiet
-        self.silent_since = requests.endpoint.loop.time()
+        now = requests.endpoint.loop.time()
+        self.silent_since = now
+        self._next_silence = now + self.quiet
         self._asked: dict[int, tuple[int, float, float]] = {}  # (progress, next ask, backoff)
 
     @property
@@ -170,16 +191,40 @@ class RepairPacer:
         """The longest wait between asks (for arrivals, and for one root)."""
         return BACKOFF_PAUSES * self._requests.quiet
 
+    def timeout(self, now: float) -> float:
+        """How long to wait for arrivals before the next :meth:`tick`."""
+        due = min((next_at for _, next_at, _ in self._asked.values()), default=self._next_silence)
+        return max(0.0, min(due, self._next_silence) - now)
+
     def arrived(self, now: float) -> None:
         """Something arrived: the silence starts again, at the receiver's current pause."""
         self.quiet, self.silent_since = self._requests.quiet, now
+        self._next_silence = now + self.quiet
 
-    def silence(
+    def tick(
         self, pending: Mapping[int, Incoming], root_of: Callable[[int], int], now: float
     ) -> None:
-        """Nothing arrived for ``quiet``: ask some roots of ``pending`` (keyed in publication
-        order, e.g. by rank; ``root_of`` names the root node of a key) for what is missing,
-        and wait twice as long for the next silence."""
+        """Ask what is due: after a silence, some roots of ``pending`` (keyed in publication
+        order, e.g. by rank; ``root_of`` names the root node of a key) for what is missing;
+        otherwise the asked roots whose answer is overdue."""
+        for rank in [r for r in self._asked if r not in pending]:
+            del self._asked[rank]
+        if now >= self._next_silence:
+            self._silence(pending, root_of, now)
+            return
+        asked_now = 0
+        for rank, (progress, next_at, backoff) in sorted(self._asked.items()):
+            if asked_now == self.ask_at_once:
+                break
+            msg = pending[rank]
+            if now < next_at or progress != msg.n_received:
+                continue  # not due, or its repair is arriving (the next silence asks for more)
+            self._ask(rank, msg, root_of, now, backoff)
+            asked_now += 1
+
+    def _silence(
+        self, pending: Mapping[int, Incoming], root_of: Callable[[int], int], now: float
+    ) -> None:
         unseen_asked = asked_now = 0
         order = sorted(pending.items(), key=lambda kv: (kv[1].n_received == 0, kv[0]))
         for rank, msg in order:
@@ -189,12 +234,19 @@ class RepairPacer:
                 if unseen_asked == self.window:
                     continue
                 unseen_asked += 1
-            progress, next_at, backoff = self._asked.get(rank, (-1, 0.0, self._requests.quiet))
+            progress, next_at, backoff = self._asked.get(rank, (-1, 0.0, 0.0))
             if progress != msg.n_received:
-                backoff = self._requests.quiet
+                backoff = 0.0  # new, or progressed since: its answer starts from scratch
             elif now < next_at:
                 continue
-            self._requests.request_missing(msg, root_of(rank))
+            self._ask(rank, msg, root_of, now, backoff)
             asked_now += 1
-            self._asked[rank] = (msg.n_received, now + backoff, min(backoff * 2, self._longest))
         self.quiet = min(self.quiet * 2, self._longest)
+        self._next_silence = now + self.quiet
+
+    def _ask(
+        self, rank: int, msg: Incoming, root_of: Callable[[int], int], now: float, backoff: float
+    ) -> None:
+        self._requests.request_missing(msg, root_of(rank))
+        wait = self._requests.retry_wait if backoff == 0.0 else min(backoff * 2, self._longest)
+        self._asked[rank] = (msg.n_received, now + wait, wait)

@@ -12,7 +12,7 @@ more), and published multicasts never need repairs, so the repair pacer never as
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,6 +53,12 @@ class SimRank:
     epoch: int = 0
     barrier_epoch: int = 0
     relays_cache: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # barriers a collective left running after it returned, like Comm's background work
+    background: list[Coroutine[Any, Any, None]] = field(default_factory=list)
+
+    async def settle(self) -> None:
+        while self.background:
+            await self.background.pop()
 
     def next_epoch(self) -> int:
         self.epoch = (self.epoch + 1) & 0xFFFF
@@ -73,17 +79,16 @@ class _NoRepairs:
         self._since = now
 
     @property
-    def quiet(self) -> float:
-        return REPAIR_QUIET
-
-    @property
     def silent_since(self) -> float:
         return self._since
+
+    def timeout(self, now: float) -> float:
+        return REPAIR_QUIET
 
     def arrived(self, now: float) -> None:
         self._since = now
 
-    def silence(self, pending: Mapping[int, Incoming], now: float) -> None:
+    def tick(self, pending: Mapping[int, Incoming], now: float) -> None:
         pass
 
 
@@ -202,10 +207,13 @@ class SimContext:
         key = self.member.barrier_key(self._epoch)
         await self.wait(self.endpoint.arrive(key), "waiting for the switches' RELEASE")
 
-    async def switch_barrier(self) -> None:
+    def withdraw_after_barrier(self, published: object) -> None:
         epoch = self.member.next_barrier_epoch()
         key = self.member.barrier_key(epoch)
-        await self.wait(self.endpoint.arrive(key), f"switch barrier epoch {epoch}")
+        # the rank's time ends without it, its frames still cross the links (simulation.py)
+        self.member.background.append(
+            self.wait(self.endpoint.arrive(key), f"switch barrier epoch {epoch}")
+        )
 
     async def aggregate(self, data: bytes | bytearray, op: int) -> bytes:
         """The switches' reduction, chunk by chunk with the host's window of the real engine

@@ -181,6 +181,7 @@ class Simulation:
             ctx = SimContext(member, epoch, f"{collective}({name})")
             outputs[member.rank] = await coll.execute(chosen.run, ctx, Call(data, root, size))
             finished[member.rank] = self.loop.now
+            await member.settle()
             done_count += 1
 
         tasks: list[asyncio.Task[None]] = []

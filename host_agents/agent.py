@@ -190,6 +190,7 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
         # rank is done, so nobody's last collective waits on an agent that already left
         if comm.innet:
             await comm.barrier(algorithm="innet")
+            await comm.settle()  # confirmations the last collectives left running
         else:
             # a host barrier's last message may lose its ACK after the receiver passed the
             # barrier: stay until the sender's retransmissions (if any) stop

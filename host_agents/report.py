@@ -29,6 +29,7 @@ class Row:
     link_bytes: int | None = None
     global_link_bytes: int | None = None
     minimum_bytes: int | None = None  # the physical minimum for this collective, when known
+    acks_at_root: float | None = None  # multicast ACK frames reaching the root per operation
 
 
 def aggregate(reports: Iterable[dict[str, Any]]) -> list[Row]:

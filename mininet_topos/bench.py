@@ -20,6 +20,7 @@ result file and the side-by-side summary name the setting.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import sys
@@ -30,6 +31,7 @@ from typing import Any
 
 from controller import p4info, wire
 from host_agents.collectives import COLLECTIVES
+from host_agents.comm import ACK_MERGE_MODES
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.bmv2 import describe, timing_warning
@@ -76,10 +78,10 @@ def run_cell(
     members: tuple[int, ...],
     test: CollectiveTest,
     seed: int,
+    options: dict[str, Any] | None = None,
 ) -> Row | None:
-    run = metered_launch(
-        net, meter, Workload(comm_id, members, [test], seed=seed), columns_for(test.collective)
-    )
+    workload = Workload(comm_id, members, [test], seed=seed, options=options or {})
+    run = metered_launch(net, meter, workload, columns_for(test.collective))
     result = run.result
     if result.errors or not result.rows:
         print(f"  {test.collective} {test.algorithm}: FAILED {result.errors[:2]}")
@@ -91,7 +93,18 @@ def run_cell(
     row.minimum_bytes = minimum_bytes(
         net.topo, test.collective, members, test.root, test.sizes[0], net.segment_size
     )
+    row.acks_at_root = result.stats_total("mcast_acks_at_root") / operations
     return row
+
+
+def variants(
+    collective: str, name: str, ack_merges: tuple[str, ...]
+) -> list[tuple[str, dict[str, Any]]]:
+    """(row label, workload options) for each way to run one algorithm: the in-network
+    broadcast once per ACK-merging mode asked for, back to back; everything else once."""
+    if collective == "bcast" and name == "innet" and len(ack_merges) > 1:
+        return [(f"innet[{mode} ACKs]", {"ack_merge": mode}) for mode in ack_merges]
+    return [(name, {"ack_merge": ack_merges[0]})]
 
 
 def compare_algorithms(
@@ -102,6 +115,7 @@ def compare_algorithms(
     losses: list[Impairment] | None = None,
     collectives: set[str] | None = None,
     algorithm_names: set[str] | None = None,
+    ack_merges: tuple[str, ...] = ("coroots",),
 ) -> dict[str, list[Row]]:
     """Rows per setting (its description; ``DIRECT`` without ``losses``). With ``losses``
     each cell runs once per setting, one right after the other, so the settings meet the same
@@ -118,40 +132,46 @@ def compare_algorithms(
         for name in table:
             if algorithm_names and name not in algorithm_names:
                 continue
-            for size in sizes[collective]:
-                for setting in settings:
-                    if setting is not None:
-                        net.set_faults(setting)
-                    # barriers back to back: a synchronising barrier before each would count too
-                    test = CollectiveTest(
-                        collective,
-                        name,
-                        (size,),
-                        iterations=iterations,
-                        warmup=1,
-                        root=1,
-                        sync=collective != "barrier",
-                    )
-                    started = time.perf_counter()
-                    before = net.fault_stats() if setting is not None else None
-                    row = run_cell(net, meter, comm_id, members, test, seed)
-                    if before is not None:
-                        print(f"    {emulator_load(before, net.fault_stats())}")
-                    if row is None:
-                        continue
-                    rows[label_of(setting)].append(row)
-                    ratio = (
-                        f"{row.link_bytes / row.minimum_bytes:.2f}x minimum"
-                        if row.minimum_bytes and row.link_bytes is not None
-                        else ""
-                    )
-                    under = f" [{label_of(setting)}]" if setting is not None else ""
-                    print(
-                        f"  {collective:9s} {name:18s} {size:>7} B: {row.avg_us:10.0f} us, "
-                        f"{row.link_bytes:>9} link bytes {ratio} "
-                        f"({time.perf_counter() - started:.0f} s){under}",
-                        flush=True,
-                    )
+            for size, setting, (label, options) in itertools.product(
+                sizes[collective], settings, variants(collective, name, ack_merges)
+            ):
+                if setting is not None:
+                    net.set_faults(setting)
+                # barriers back to back: a synchronising barrier before each would count too
+                test = CollectiveTest(
+                    collective,
+                    name,
+                    (size,),
+                    iterations=iterations,
+                    warmup=1,
+                    root=1,
+                    sync=collective != "barrier",
+                )
+                started = time.perf_counter()
+                before = net.fault_stats() if setting is not None else None
+                row = run_cell(net, meter, comm_id, members, test, seed, options)
+                if before is not None:
+                    print(f"    {emulator_load(before, net.fault_stats())}")
+                if row is None:
+                    continue
+                if label != name:  # one algorithm run several ways: a row each
+                    row.algorithm = row.chosen = label
+                rows[label_of(setting)].append(row)
+                ratio = (
+                    f"{row.link_bytes / row.minimum_bytes:.2f}x minimum"
+                    if row.minimum_bytes and row.link_bytes is not None
+                    else ""
+                )
+                under = f" [{label_of(setting)}]" if setting is not None else ""
+                acks = (
+                    f", {row.acks_at_root:.1f} ACK frames at the root" if row.acks_at_root else ""
+                )
+                print(
+                    f"  {collective:9s} {label:18s} {size:>7} B: {row.avg_us:10.0f} us, "
+                    f"{row.link_bytes:>9} link bytes {ratio} "
+                    f"({time.perf_counter() - started:.0f} s){acks}{under}",
+                    flush=True,
+                )
     if losses:
         net.set_faults(losses[0])
     net.free_comm(comm_id)
@@ -247,7 +267,7 @@ def side_by_side(rows: dict[str, list[Row]]) -> str:
     speedups = []
     for (collective, algorithm, size), cells in by_cell.items():
         base = by_cell.get((collective, BASELINES[collective], size), {})
-        if algorithm != "innet" or not base:
+        if not algorithm.startswith("innet") or not base:
             continue
         ratios = [
             f"{base[label].avg_us / cells[label].avg_us:.1f}x"
@@ -414,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
             losses,
             set(args.collectives.split(",")) if args.collectives else None,
             set(args.algorithms.split(",")) if args.algorithms else None,
+            tuple(args.ack_merge.split(",")),
         )
         persistent: dict[str, Any] = {}
         if not args.no_extras:
@@ -459,6 +480,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def ack_merge_modes(text: str) -> str:
+    unknown = [m for m in text.split(",") if m not in ACK_MERGE_MODES]
+    if unknown or not text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a comma-separated list of {', '.join(ACK_MERGE_MODES)}"
+        )
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -488,6 +518,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--collectives", help="only these, comma-separated (bcast,barrier,...)")
     parser.add_argument("--algorithms", help="only these algorithms, comma-separated")
+    parser.add_argument(
+        "--ack-merge",
+        default="coroots",
+        type=ack_merge_modes,
+        help="who merges the in-network broadcast's ACKs: coroots or switch; 'coroots,switch'"
+        " runs it with each, back to back (rows innet[coroots ACKs] and innet[switch ACKs])",
+    )
     parser.add_argument(
         "--no-extras",
         action="store_true",

@@ -96,3 +96,23 @@ def test_the_emulator_load_between_two_stats() -> None:
     assert bench.emulator_load(before, after) == (
         "link emulator: 5000 frames/s, 5% of a core, 10.0 us CPU per frame, 3 queue drops"
     )
+
+
+def test_the_innet_broadcast_runs_once_per_ack_merging_mode_asked_for() -> None:
+    assert parse("--ack-merge", "coroots,switch").ack_merge == "coroots,switch"
+    assert bench.variants("bcast", "innet", ("coroots", "switch")) == [
+        ("innet[coroots ACKs]", {"ack_merge": "coroots"}),
+        ("innet[switch ACKs]", {"ack_merge": "switch"}),
+    ]
+    # one mode, or any other algorithm: one row under its own name, in the mode given
+    assert bench.variants("bcast", "innet", ("switch",)) == [("innet", {"ack_merge": "switch"})]
+    assert bench.variants("bcast", "binomial", ("coroots", "switch")) == [
+        ("binomial", {"ack_merge": "coroots"})
+    ]
+
+
+def test_an_unknown_ack_merging_mode_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(SystemExit):
+        parse("--ack-merge", "coroots,routers")
+    with pytest.raises(argparse.ArgumentTypeError, match="coroots, switch"):
+        bench.ack_merge_modes("routers")

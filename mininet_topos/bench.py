@@ -20,6 +20,7 @@ result file and the side-by-side summary name the setting.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import logging
@@ -32,6 +33,7 @@ from typing import Any
 from controller import p4info, wire
 from host_agents.collectives import COLLECTIVES
 from host_agents.comm import ACK_MERGE_MODES
+from host_agents.engine import EngineConfig
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.bmv2 import describe, timing_warning
@@ -79,8 +81,11 @@ def run_cell(
     test: CollectiveTest,
     seed: int,
     options: dict[str, Any] | None = None,
+    engine: dict[str, Any] | None = None,
 ) -> Row | None:
-    workload = Workload(comm_id, members, [test], seed=seed, options=options or {})
+    workload = Workload(
+        comm_id, members, [test], seed=seed, options=options or {}, engine=engine or {}
+    )
     run = metered_launch(net, meter, workload, columns_for(test.collective))
     result = run.result
     if result.errors or not result.rows:
@@ -116,6 +121,7 @@ def compare_algorithms(
     collectives: set[str] | None = None,
     algorithm_names: set[str] | None = None,
     ack_merges: tuple[str, ...] = ("coroots",),
+    engine: dict[str, Any] | None = None,
 ) -> dict[str, list[Row]]:
     """Rows per setting (its description; ``DIRECT`` without ``losses``). With ``losses``
     each cell runs once per setting, one right after the other, so the settings meet the same
@@ -149,7 +155,7 @@ def compare_algorithms(
                 )
                 started = time.perf_counter()
                 before = net.fault_stats() if setting is not None else None
-                row = run_cell(net, meter, comm_id, members, test, seed, options)
+                row = run_cell(net, meter, comm_id, members, test, seed, options, engine)
                 if before is not None:
                     print(f"    {emulator_load(before, net.fault_stats())}")
                 if row is None:
@@ -435,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
             set(args.collectives.split(",")) if args.collectives else None,
             set(args.algorithms.split(",")) if args.algorithms else None,
             tuple(args.ack_merge.split(",")),
+            dict(args.engine or []),
         )
         persistent: dict[str, Any] = {}
         if not args.no_extras:
@@ -453,6 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         "mtu": args.mtu,
         "persistent": persistent,
         "replication": replication,
+        "engine": dict(args.engine or []),
     }
     written: list[Path] = []
     for label, chosen in rows.items():
@@ -478,6 +486,23 @@ def main(argv: list[str] | None = None) -> int:
     print("*** wrote " + ", ".join(str(p) for p in written))
     (args.out / f"bench-{stamp}-summary.json").write_text(json.dumps(meta, indent=1))
     return 0
+
+
+def engine_setting(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of an EngineConfig field, the value in the field's type."""
+    key, sep, value = text.partition("=")
+    fields = {f.name: f for f in dataclasses.fields(EngineConfig)}
+    if not sep or key not in fields:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(fields))}"
+        )
+    kind = type(getattr(EngineConfig(), key))
+    try:
+        return key, kind(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{key}: {value!r} is not of type {kind.__name__}"
+        ) from exc
 
 
 def ack_merge_modes(text: str) -> str:
@@ -518,6 +543,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--collectives", help="only these, comma-separated (bcast,barrier,...)")
     parser.add_argument("--algorithms", help="only these algorithms, comma-separated")
+    parser.add_argument(
+        "--engine",
+        type=engine_setting,
+        action="append",
+        metavar="KEY=VALUE",
+        help="a host-engine setting for every cell (host_agents/transport/config.py "
+        "EngineConfig), e.g. repair_quiet_min=0.1; repeatable",
+    )
     parser.add_argument(
         "--ack-merge",
         default="coroots",

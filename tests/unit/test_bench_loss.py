@@ -116,3 +116,14 @@ def test_an_unknown_ack_merging_mode_is_refused_with_the_known_ones() -> None:
         parse("--ack-merge", "coroots,routers")
     with pytest.raises(argparse.ArgumentTypeError, match="coroots, switch"):
         bench.ack_merge_modes("routers")
+
+
+def test_engine_settings_take_the_field_type_and_refuse_unknown_keys() -> None:
+    assert parse("--engine", "repair_quiet_min=0.1", "--engine", "ack_every=8").engine == [
+        ("repair_quiet_min", 0.1),
+        ("ack_every", 8),
+    ]
+    with pytest.raises(argparse.ArgumentTypeError, match="repair_quiet_min"):
+        bench.engine_setting("repair_quiet=0.1")
+    with pytest.raises(argparse.ArgumentTypeError, match="not of type int"):
+        bench.engine_setting("ack_every=fast")

@@ -88,6 +88,13 @@ def run_cell(
     )
     run = metered_launch(net, meter, workload, columns_for(test.collective))
     result = run.result
+    use = run.cpu
+    print(
+        "    cpu: "
+        + ", ".join(f"{kind} {sec:.1f} s" for kind, sec in sorted(use.total_s.items()))
+        + f" in {use.wall_s:.1f} s of wall time",
+        flush=True,
+    )
     if result.errors or not result.rows:
         print(f"  {test.collective} {test.algorithm}: FAILED {result.errors[:2]}")
         return None

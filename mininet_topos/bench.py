@@ -289,7 +289,7 @@ def side_by_side(rows: dict[str, list[Row]]) -> str:
             for label in labels
         ]
         speedups.append(
-            f"| {collective} | innet over {BASELINES[collective]} | {size} | "
+            f"| {collective} | {algorithm} over {BASELINES[collective]} | {size} | "
             + " | ".join(ratios)
             + " |"
         )
@@ -560,10 +560,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--ack-merge",
-        default="coroots",
+        default="switch",
         type=ack_merge_modes,
-        help="who merges the in-network broadcast's ACKs: coroots or switch; 'coroots,switch'"
-        " runs it with each, back to back (rows innet[coroots ACKs] and innet[switch ACKs])",
+        help="who merges the in-network broadcast's ACKs: switch (default) or coroots; "
+        "'coroots,switch' runs it with each, back to back (rows innet[coroots ACKs] and "
+        "innet[switch ACKs])",
     )
     parser.add_argument(
         "--no-extras",

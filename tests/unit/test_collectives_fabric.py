@@ -381,7 +381,7 @@ def test_lost_tail_and_lost_coroot_report_still_complete() -> None:
             members,
             loop=loop,
             config=config,
-            options=OPTIONS,
+            options=dataclasses.replace(OPTIONS, ack_merge="coroots"),  # co-roots' reports
             faults=Faults(drop_if=drop_if),
         )
         data = pattern(7, size=6 * config.segment_size - 100)  # more than one retransmit burst

@@ -41,7 +41,10 @@ CONFIG = EngineConfig(
     coroot_probe_delay=0.03,
     peer_timeout=20.0,
 )
-OPTIONS = CommOptions(progress_timeout=20.0, first_data_timeout=20.0, op_timeout=30.0)
+# co-roots merge the ACKs here: their recovery paths are what these tests force
+OPTIONS = CommOptions(
+    progress_timeout=20.0, first_data_timeout=20.0, op_timeout=30.0, ack_merge="coroots"
+)
 BOUND = 2.0  # seconds: half the root's timeout
 
 DropRule = Callable[[tuple[int, int], wire.Header], bool]

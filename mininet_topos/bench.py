@@ -560,9 +560,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--ack-merge",
-        default="switch",
+        default="coroots",
         type=ack_merge_modes,
-        help="who merges the in-network broadcast's ACKs: switch (default) or coroots; "
+        help="who merges the in-network broadcast's ACKs: coroots (default) or switch; "
         "'coroots,switch' runs it with each, back to back (rows innet[coroots ACKs] and "
         "innet[switch ACKs])",
     )

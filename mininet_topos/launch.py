@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ack-merge",
         choices=ACK_MERGE_MODES,
-        default="switch",
+        default="coroots",
         help="who merges the ACKs of in-network broadcasts: host co-roots or the switches",
     )
     parser.add_argument("--out", type=Path, default=Path("results"))

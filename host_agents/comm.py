@@ -181,7 +181,12 @@ class Comm:
         else:
             epoch = self._next_epoch()
         ctx = EngineContext(self, epoch, f"{coll.name}({name})")
-        return self._launch(ctx, coll.execute(chosen.run, ctx, call))
+        request = self._launch(ctx, coll.execute(chosen.run, ctx, call))
+        if not chosen.barrier_epochs:
+            request.task.add_done_callback(
+                lambda _task: self.engine.epoch_finished(self.comm_id, epoch)
+            )
+        return request
 
     async def run(
         self, which: str | Collective[Any], call: Call, *, algorithm: str = "auto"

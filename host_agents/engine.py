@@ -93,6 +93,7 @@ class Engine:
         self.mac = directory.macs.get(node_id, b"\x02" + b"\x00" * 5)
         self.entitled = Entitlement(node_id, directory, plan)
         self._newest_epoch: dict[int, int] = {}  # comm -> newest epoch this rank started
+        self._open_epochs: dict[int, set[int]] = {}  # comm -> epochs started, not finished
         self._closing: dict[int, asyncio.TimerHandle] = {}  # freed comm -> its purge
         self.drop = DropLog(node_id, self.stats)  # count and log a rejected frame
         self._inbox = Inbox(self, self._accepts_early)
@@ -165,6 +166,7 @@ class Engine:
             timer.cancel()
         self.directory.comms.pop(comm, None)
         self._newest_epoch.pop(comm, None)
+        self._open_epochs.pop(comm, None)
         self._barrier.purge(comm)
         self._switch_reduce.purge(comm)
         self._inbox.purge(comm)
@@ -184,15 +186,25 @@ class Engine:
         return comm in self._closing
 
     def note_epoch(self, comm: int, epoch: int) -> None:
-        """The local rank started collective ``epoch`` on ``comm``: early frames up to
-        ``epochs_ahead`` beyond it are buffered, older unknown ones are refused."""
+        """The local rank started collective ``epoch`` on ``comm``: early frames of it, and
+        up to ``epochs_ahead`` beyond the newest started, are buffered; older ones of
+        finished epochs are refused."""
         newest = self._newest_epoch.get(comm, 0)
         if wire.serial_lt(newest, epoch):
             self._newest_epoch[comm] = epoch
+        self._open_epochs.setdefault(comm, set()).add(epoch)
+
+    def epoch_finished(self, comm: int, epoch: int) -> None:
+        """The local rank's collective ``epoch`` on ``comm`` ended (done or failed)."""
+        self._open_epochs.get(comm, set()).discard(epoch)
 
     def _accepts_early(self, comm: int, epoch: int) -> bool:
         if comm not in self.directory.comms or comm in self._closing:
             return False
+        # every unfinished collective, however many are open: [Ragasa]'s all-roots experiment
+        # starts 72 at once, and data of the oldest arrives before its receive is posted
+        if epoch in self._open_epochs.get(comm, ()):
+            return True
         newest = self._newest_epoch.get(comm, 0)
         ahead = wire.serial_diff(epoch, newest)
         return -self.cfg.epochs_ahead <= ahead <= self.cfg.epochs_ahead

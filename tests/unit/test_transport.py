@@ -297,3 +297,40 @@ def test_a_switch_reduction_backs_off_to_its_own_cap() -> None:
         assert 4 <= per_chunk <= 6, per_chunk
 
     asyncio.run(main())
+
+
+def unicast_segment(epoch: int, *, tag: int = 5) -> bytes:
+    """One single-segment unicast message from the first root to ME."""
+    hdr = wire.Header(
+        op=wire.Op.UNICAST,
+        comm_id=COMM,
+        epoch=epoch,
+        tag=tag,
+        flags=wire.Flag.LAST,
+        src_node=ROOTS[0],
+        dst_node=ME,
+        seg_idx=0,
+        seg_count=1,
+        msg_len=SEGMENT,
+    )
+    return wire.build_frame(hdr, bytes(SEGMENT), dst_mac=bytes([2, 0, 0, 0, 0, ME]))
+
+
+def test_early_data_of_every_unfinished_collective_is_kept_however_many_are_open() -> None:
+    """[Ragasa]'s all-roots experiment starts 72 collectives at once: data for the oldest of
+    them arrives before its receive is posted, 71 epochs behind the newest. A window of 64
+    around the newest refused it as an unknown epoch, its sender retransmitted until its peer
+    timeout, and scatter-allgather's ring broke (make reproduce, all ranks, 16 KiB)."""
+
+    def body(engine: Engine, port: RecordingPort) -> None:
+        engine.register_comm(COMM, (ME, *ROOTS))
+        for epoch in range(1, 101):
+            engine.note_epoch(COMM, epoch)
+        engine._on_frame(unicast_segment(10))  # open, 90 behind the newest
+        assert not engine.stats.dropped
+        assert engine.incoming(ROOTS[0], COMM, 10, 5, SEGMENT).done.done()
+        engine.epoch_finished(COMM, 11)
+        engine._on_frame(unicast_segment(11))  # finished and not remembered: refused
+        assert engine.stats.dropped["unknown communicator or epoch"] == 1
+
+    with_engine(body)

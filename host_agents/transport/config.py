@@ -75,7 +75,10 @@ class EngineConfig:
     # allocate without bound, nor one sender crowd out the others (senders retransmit later)
     early_bytes: int = 256 << 20
     early_bytes_per_sender: int = 64 << 20
-    early_messages_per_sender: int = 256
+    # messages, not bytes, so many tiny frames cannot allocate without bound either; with every
+    # rank rooting a collective at once ([Ragasa]'s all-roots experiment) a ring neighbour
+    # runs hundreds of messages ahead: at 256 its data was refused until it gave up
+    early_messages_per_sender: int = 4096
     # an unfinished early message that gets no segment for this long is dropped: its sender
     # has given up by then (peer_timeout), so only a stale or forged one is lost
     early_idle_timeout: float = 30.0

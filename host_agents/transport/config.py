@@ -77,8 +77,9 @@ class EngineConfig:
     early_bytes_per_sender: int = 64 << 20
     # messages, not bytes, so many tiny frames cannot allocate without bound either; with every
     # rank rooting a collective at once ([Ragasa]'s all-roots experiment) a ring neighbour
-    # runs hundreds of messages ahead: at 256 its data was refused until it gave up
-    early_messages_per_sender: int = 4096
+    # runs up to 72 x 71 messages ahead: at 256 (and 4096) its data was refused until it
+    # gave up. Each parked message costs a few hundred bytes besides its data
+    early_messages_per_sender: int = 16384
     # an unfinished early message that gets no segment for this long is dropped: its sender
     # has given up by then (peer_timeout), so only a stale or forged one is lost
     early_idle_timeout: float = 30.0

@@ -43,6 +43,7 @@ from host_agents.transport.config import (
     SizeMismatch,
 )
 from host_agents.transport.drops import DropLog
+from host_agents.transport.epochs import Epochs
 from host_agents.transport.feedback import unpack_ranges
 from host_agents.transport.inbox import Inbox
 from host_agents.transport.keys import McastKey, UnicastKey
@@ -92,8 +93,7 @@ class Engine:
         self.stats = EngineStats()
         self.mac = directory.macs.get(node_id, b"\x02" + b"\x00" * 5)
         self.entitled = Entitlement(node_id, directory, plan)
-        self._newest_epoch: dict[int, int] = {}  # comm -> newest epoch this rank started
-        self._open_epochs: dict[int, set[int]] = {}  # comm -> epochs started, not finished
+        self._epochs = Epochs(self.cfg)  # started and unfinished: what early data may join
         self._closing: dict[int, asyncio.TimerHandle] = {}  # freed comm -> its purge
         self.drop = DropLog(node_id, self.stats)  # count and log a rejected frame
         self._inbox = Inbox(self, self._accepts_early)
@@ -140,7 +140,7 @@ class Engine:
             self.directory.switch_acks ^= {comm}
             self._forget_plans(comm)
         self._barrier.register(comm)
-        self._newest_epoch.setdefault(comm, 0)
+        self._epochs.register(comm)
 
     def resume_barrier(self, comm: int, released: int) -> None:
         """The switches already released ``comm``'s barriers up to ``released`` (an earlier
@@ -165,8 +165,7 @@ class Engine:
         if timer is not None:
             timer.cancel()
         self.directory.comms.pop(comm, None)
-        self._newest_epoch.pop(comm, None)
-        self._open_epochs.pop(comm, None)
+        self._epochs.forget(comm)
         self._barrier.purge(comm)
         self._switch_reduce.purge(comm)
         self._inbox.purge(comm)
@@ -186,28 +185,18 @@ class Engine:
         return comm in self._closing
 
     def note_epoch(self, comm: int, epoch: int) -> None:
-        """The local rank started collective ``epoch`` on ``comm``: early frames of it, and
-        up to ``epochs_ahead`` beyond the newest started, are buffered; older ones of
-        finished epochs are refused."""
-        newest = self._newest_epoch.get(comm, 0)
-        if wire.serial_lt(newest, epoch):
-            self._newest_epoch[comm] = epoch
-        self._open_epochs.setdefault(comm, set()).add(epoch)
+        """The local rank started collective ``epoch`` on ``comm``: its early frames, and
+        those up to ``epochs_ahead`` beyond the newest started, are buffered."""
+        self._epochs.started(comm, epoch)
 
     def epoch_finished(self, comm: int, epoch: int) -> None:
         """The local rank's collective ``epoch`` on ``comm`` ended (done or failed)."""
-        self._open_epochs.get(comm, set()).discard(epoch)
+        self._epochs.finished(comm, epoch)
 
     def _accepts_early(self, comm: int, epoch: int) -> bool:
         if comm not in self.directory.comms or comm in self._closing:
             return False
-        # every unfinished collective, however many are open: [Ragasa]'s all-roots experiment
-        # starts 72 at once, and data of the oldest arrives before its receive is posted
-        if epoch in self._open_epochs.get(comm, ()):
-            return True
-        newest = self._newest_epoch.get(comm, 0)
-        ahead = wire.serial_diff(epoch, newest)
-        return -self.cfg.epochs_ahead <= ahead <= self.cfg.epochs_ahead
+        return self._epochs.accepts_early(comm, epoch)
 
     @property
     def early_bytes_held(self) -> int:

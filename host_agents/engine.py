@@ -140,7 +140,6 @@ class Engine:
             self.directory.switch_acks ^= {comm}
             self._forget_plans(comm)
         self._barrier.register(comm)
-        self._epochs.register(comm)
 
     def resume_barrier(self, comm: int, released: int) -> None:
         """The switches already released ``comm``'s barriers up to ``released`` (an earlier

@@ -434,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     if (warning := timing_warning(switches)) is not None:
         print(f"*** {warning}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    engine = dict(args.engine or [])
     net = NetcollNetwork(options)
     with net:
         print(f"*** {net.report}")
@@ -448,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
             set(args.collectives.split(",")) if args.collectives else None,
             set(args.algorithms.split(",")) if args.algorithms else None,
             tuple(args.ack_merge.split(",")),
-            dict(args.engine or []),
+            engine,
         )
         persistent: dict[str, Any] = {}
         if not args.no_extras:
@@ -467,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         "mtu": args.mtu,
         "persistent": persistent,
         "replication": replication,
-        "engine": dict(args.engine or []),
+        "engine": engine,
     }
     written: list[Path] = []
     for label, chosen in rows.items():
@@ -498,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
 def engine_setting(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of an EngineConfig field, the value in the field's type."""
     key, sep, value = text.partition("=")
-    fields = {f.name: f for f in dataclasses.fields(EngineConfig)}
+    fields = {f.name for f in dataclasses.fields(EngineConfig)}
     if not sep or key not in fields:
         raise argparse.ArgumentTypeError(
             f"{text!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(fields))}"

@@ -13,9 +13,6 @@ class Epochs:
         self._newest: dict[int, int] = {}  # comm -> newest epoch this rank started
         self._open: dict[int, set[int]] = {}  # comm -> epochs started and not finished
 
-    def register(self, comm: int) -> None:
-        self._newest.setdefault(comm, 0)
-
     def forget(self, comm: int) -> None:
         self._newest.pop(comm, None)
         self._open.pop(comm, None)

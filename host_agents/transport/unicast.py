@@ -31,6 +31,9 @@ class PeerState:
     rtt: RttEstimate
     in_flight: int = 0
     senders: list[OutgoingMessage] = field(default_factory=list)
+    # the newest ACK heard from this peer for any message (time, epoch, tag): a timeout's
+    # error says whether the peer was silent or answering other messages
+    last_ack: tuple[float, int, int] | None = None
 
 
 class OutgoingMessage:
@@ -49,9 +52,10 @@ class OutgoingMessage:
         self.retransmitted: set[int] = set()
         self.sacked: set[int] = set()
         self.done: asyncio.Future[None] = loop.create_future()
-        self.last_progress = loop.time()
+        self.last_progress = loop.time()  # of the ACKs, or since something was in flight
         self.timer: asyncio.TimerHandle | None = None
         self.backoff = 1.0
+        self.transmissions = 0
 
 
 class Unicast:
@@ -126,6 +130,10 @@ class Unicast:
         _, end = segment_bounds(msg.source.size, seg, self.cfg.segment_size)
         if msg.source.available < end:
             return False  # a relay waiting for upstream data
+        if not msg.sent_at:
+            # the peer owes us an answer from now: time queued behind other messages to it
+            # (its window full) is no silence of the peer's
+            msg.last_progress = self.loop.time()
         self._transmit(msg, seg, retransmit=False)
         msg.next_new += 1
         peer.in_flight += 1
@@ -152,6 +160,7 @@ class Unicast:
         endpoint = self.endpoint
         endpoint.send_frame(endpoint.directory.mac(msg.dst), hdr, msg.source.view[start:end])
         msg.sent_at[seg] = self.loop.time()
+        msg.transmissions += 1
         endpoint.stats.data_sent += 1
         if retransmit:
             msg.retransmitted.add(seg)
@@ -168,9 +177,7 @@ class Unicast:
         peer = self._peer(msg.dst)
         waited = self.loop.time() - msg.last_progress
         if waited > self.cfg.peer_timeout:
-            msg.done.set_exception(
-                PeerTimeout(msg.dst, f"sending a message (tag {msg.key.tag})", waited)
-            )
+            msg.done.set_exception(PeerTimeout(msg.dst, self._timeout_detail(msg, peer), waited))
             return
         peer.cwnd = max(2.0, peer.cwnd / 2)
         msg.backoff = min(msg.backoff * 2, self.cfg.rto_max / max(peer.rtt.rto, 1e-6))
@@ -178,7 +185,20 @@ class Unicast:
             self._transmit(msg, seg, retransmit=True)
         self._arm_timer(msg, peer)
 
+    def _timeout_detail(self, msg: OutgoingMessage, peer: PeerState) -> str:
+        heard = "no ACK heard from it at all"
+        if peer.last_ack is not None:
+            at, epoch, tag = peer.last_ack
+            heard = f"its last ACK {self.loop.time() - at:.1f} s ago (epoch {epoch}, tag {tag})"
+        return (
+            f"sending a message (epoch {msg.key.epoch}, tag {msg.key.tag}; "
+            f"{msg.acked}/{msg.seg_count} segments acknowledged after {msg.transmissions} "
+            f"transmissions; {heard})"
+        )
+
     def on_ack(self, hdr: wire.Header, payload: memoryview) -> None:
+        if hdr.src_node in self._peers:
+            self._peers[hdr.src_node].last_ack = (self.loop.time(), hdr.epoch, hdr.tag)
         # looked up by the ACK's sender: only the receiver can acknowledge a message
         msg = self._outgoing.get(UnicastKey(hdr.src_node, hdr.comm_id, hdr.epoch, hdr.tag))
         if msg is None or msg.done.done():

@@ -351,3 +351,46 @@ def test_a_neighbour_thousands_of_messages_ahead_is_parked_not_refused() -> None
         assert engine.stats.acks_sent == 5000, "each parked message is acknowledged"
 
     with_engine(body)
+
+
+def test_a_message_queued_behind_others_to_a_live_peer_does_not_time_out() -> None:
+    """A message's peer timeout counts from when it is in flight, not from when it was
+    queued: with every rank rooting a scatter-allgather at once, thousands of messages wait
+    for one ring neighbour's window, and a message sent once after 15 s in that queue was
+    declared dead at its first retransmission timeout while the neighbour was answering
+    every other one (make reproduce, all ranks, 16 KiB)."""
+    peer = ROOTS[0]
+
+    async def main() -> None:
+        config = EngineConfig(
+            segment_size=SEGMENT,
+            cwnd_initial=1.0,
+            cwnd_max=1.0,
+            rto_initial=0.2,
+            rto_min=0.2,
+            peer_timeout=0.5,
+        )
+        engine, port = recording_engine(config)
+        engine.register_comm(COMM, (ME, *ROOTS))
+        loop = asyncio.get_running_loop()
+        record = port.send
+
+        def answer(tag: int) -> None:
+            ack = wire.Header(
+                op=wire.Op.ACK, comm_id=COMM, epoch=EPOCH, tag=tag, src_node=peer, dst_node=ME
+            )
+            frame = wire.build_frame(ack.with_(seq=1), bytes(8), dst_mac=bytes([2, 0, 0, 0, 0, ME]))
+            engine._on_frame(frame)
+
+        def send(frame: bytes) -> None:  # the peer answers every segment 0.25 s later
+            record(frame)
+            if port.sent[-1].op == wire.Op.UNICAST:
+                loop.call_later(0.25, answer, port.sent[-1].tag)
+
+        port.send = send  # type: ignore[method-assign]
+        sends = [engine.send_message(peer, COMM, EPOCH, tag, bytes(SEGMENT)) for tag in range(8)]
+        # one message at a time, each answered after 0.25 s: the last one waits about 1.75 s
+        # in the queue, far past the peer timeout, while the peer answers everything
+        await asyncio.wait_for(asyncio.gather(*sends), 10)
+
+    asyncio.run(main())

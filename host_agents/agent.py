@@ -201,6 +201,7 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
         LOG.error("%s", exc)
         LOG.debug("%s", traceback.format_exc())
     finally:
+        engine.stats.receive_drops = engine.port.receive_drops()
         report["stats"] = engine.stats.as_dict()
         report["cpu_seconds"] = time.process_time()  # the whole process, start-up included
         await service.close()

@@ -10,9 +10,11 @@ from __future__ import annotations
 import abc
 import asyncio
 import collections
+import contextlib
 import errno
 import logging
 import socket
+import struct
 from collections.abc import Callable
 
 from controller import wire
@@ -23,6 +25,7 @@ FrameHandler = Callable[[bytes], None]
 
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23  # Linux 4.20+: do not hand our own transmissions back to us
+PACKET_STATISTICS = 6  # struct tpacket_stats {packets, drops}; reading it resets both
 SOCKET_BUFFER_BYTES = 8 * 1024 * 1024
 RECV_BATCH = 256  # frames handled per readiness callback, so sends get their turn
 
@@ -44,6 +47,11 @@ class Port(abc.ABC):
     @property
     def backlog(self) -> int:
         """Frames accepted by :meth:`send` but not yet handed to the network."""
+        return 0
+
+    def receive_drops(self) -> int:
+        """Frames that reached this host but were dropped before the agent read them (its
+        receive buffer was full), since the port opened."""
         return 0
 
 
@@ -80,6 +88,7 @@ class RawSocketPort(Port):
         self._writer_armed = False
         self._retry: asyncio.TimerHandle | None = None
         self.send_errors = 0
+        self._receive_drops = 0
 
     def start(self, loop: asyncio.AbstractEventLoop, on_frame: FrameHandler) -> None:
         self._loop = loop
@@ -137,7 +146,15 @@ class RawSocketPort(Port):
     def backlog(self) -> int:
         return len(self._pending)
 
+    def receive_drops(self) -> int:
+        if self._sock.fileno() >= 0:
+            with contextlib.suppress(OSError):
+                stats = self._sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+                self._receive_drops += struct.unpack("=II", stats)[1]
+        return self._receive_drops
+
     def close(self) -> None:
+        self.receive_drops()  # the kernel's count goes with the socket
         if self._loop is not None:
             self._loop.remove_reader(self._sock.fileno())
             self._disarm_writer()

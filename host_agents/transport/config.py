@@ -111,6 +111,7 @@ class EngineStats:
     arrive_retransmissions: int = 0
     reduce_sent: int = 0
     reduce_retransmissions: int = 0
+    receive_drops: int = 0  # dropped by the kernel before the agent read them (buffer full)
     dropped: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def as_dict(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ a fixed initial value: most losses are repaired before it by NACKs (receivers an
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from controller.wire import Flag
 from host_agents.plans import McastPlan
@@ -57,12 +58,17 @@ class McastRoot:
         self.last_progress = loop.time()
         self.timer: asyncio.TimerHandle | None = None
         self.sent_at: dict[int, float] = {}  # first transmission of each segment
-        self.rtt = rtt  # to the slowest ACK source, shared by the multicasts of this tree
-        self.backoff = 1.0  # doubles on each timeout of this multicast only
+        # to the slowest ACK source, shared by the multicasts of this tree, backoff included
+        self.rtt = rtt
+        self.armed_backoff = 1.0  # the tree's backoff when the timer was set
 
     @property
     def rto(self) -> float:
-        return min(self.rtt.rto * self.backoff, self.rto_max)
+        return self.rtt.timeout(self.rto_max)
+
+    def arm(self, loop: asyncio.AbstractEventLoop, on_timeout: Callable[[McastRoot], None]) -> None:
+        self.armed_backoff = self.rtt.backoff
+        self.timer = loop.call_later(self.rto, on_timeout, self)
 
     @property
     def slowest(self) -> int:
@@ -123,7 +129,7 @@ class MulticastRoots:
             self._transmit(root, root.next_new, retransmit=False)
             root.next_new += 1
         if root.timer is None and root.next_new > root.slowest:
-            root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
+            root.arm(self.loop, self._on_timeout)
 
     def _transmit(self, root: McastRoot, seg: int, *, retransmit: bool) -> None:
         send_mcast_segment(
@@ -163,8 +169,8 @@ class MulticastRoots:
             for node in behind:
                 for seg in segments:
                     self._repair_one(root, seg, node)
-        root.backoff *= 2
-        root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
+        root.rtt.back_off(root.armed_backoff, self.cfg.rto_max)
+        root.arm(self.loop, self._on_timeout)
 
     def _behind(self, root: McastRoot, first: int) -> list[int]:
         """The nodes whose reports hold the root at ``first``: co-roots, direct receivers, or
@@ -205,8 +211,7 @@ class MulticastRoots:
             newest = root.slowest - 1
             sent = root.sent_at.get(newest)
             if sent is not None and newest not in root.last_repair:  # Karn: clean samples only
-                root.rtt.sample(now - sent, self.cfg)
-            root.backoff = 1.0
+                root.rtt.sample(now - sent, self.cfg)  # and ends the tree's backoff
             if root.timer is not None:
                 root.timer.cancel()
                 root.timer = None

@@ -1,7 +1,8 @@
 """Reliable unicast messages named (peer, communicator, epoch, tag).
 
 Sender: a per-message sliding window, a per-peer congestion window (AIMD), timeout
-retransmission with exponential backoff (RTO from RTT samples, Karn's rule), fast retransmit
+retransmission with exponential backoff (RTO from RTT samples, Karn's rule; the backoff stays
+with the peer, :mod:`host_agents.transport.rtt`), fast retransmit
 of the holes below a selectively acknowledged segment. Receiver: cumulative ACKs with a
 64-segment selective-ACK bitmap, delayed (every ``ack_every`` segments or after ``ack_delay``)
 except on a gap, a duplicate or the last segment, and duplicate suppression.
@@ -54,7 +55,7 @@ class OutgoingMessage:
         self.done: asyncio.Future[None] = loop.create_future()
         self.last_progress = loop.time()  # of the ACKs, or since something was in flight
         self.timer: asyncio.TimerHandle | None = None
-        self.backoff = 1.0
+        self.armed_backoff = 1.0  # the peer's backoff when this message's timer was set
         self.transmissions = 0
 
 
@@ -168,7 +169,10 @@ class Unicast:
 
     def _arm_timer(self, msg: OutgoingMessage, peer: PeerState) -> None:
         if msg.timer is None and msg.sent_at:
-            msg.timer = self.loop.call_later(peer.rtt.rto * msg.backoff, self._on_timeout, msg)
+            msg.armed_backoff = peer.rtt.backoff
+            msg.timer = self.loop.call_later(
+                peer.rtt.timeout(self.cfg.rto_max), self._on_timeout, msg
+            )
 
     def _on_timeout(self, msg: OutgoingMessage) -> None:
         msg.timer = None
@@ -180,7 +184,7 @@ class Unicast:
             msg.done.set_exception(PeerTimeout(msg.dst, self._timeout_detail(msg, peer), waited))
             return
         peer.cwnd = max(2.0, peer.cwnd / 2)
-        msg.backoff = min(msg.backoff * 2, self.cfg.rto_max / max(peer.rtt.rto, 1e-6))
+        peer.rtt.back_off(msg.armed_backoff, self.cfg.rto_max)
         for seg in sorted(msg.sent_at)[:4]:
             self._transmit(msg, seg, retransmit=True)
         self._arm_timer(msg, peer)
@@ -216,7 +220,6 @@ class Unicast:
                         peer.rtt.sample(now - sent, self.cfg)
             msg.acked = cum
             msg.last_progress = now
-            msg.backoff = 1.0
         sack = unpack_sack(payload)
         highest_sacked = -1
         for i in range(SACK_BITS):

@@ -58,3 +58,35 @@ def test_ten_thousand_frames_cross_a_veth_pair_in_order(tmp_path) -> None:  # ty
     finally:
         netns.delete(name)
         registry.close()
+
+
+def test_frames_the_kernel_drops_before_the_agent_reads_them_are_counted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An agent that does not read for a while (starved of CPU) loses what overflows its
+    receive buffer without seeing it: the port reports how many, once each."""
+    name = f"nc-port-{uuid.uuid4().hex[:6]}"
+    registry = RunRegistry(name.removeprefix("nc-"), tmp_path)
+    netns.create(name, registry)
+    try:
+        netns.add_veth(name, "pa", "pb")
+        a = netns.call_in(name, lambda: RawSocketPort("pa"))
+        b = netns.call_in(name, lambda: RawSocketPort("pb"))  # never started: nobody reads
+
+        async def flood() -> None:
+            a.start(asyncio.get_running_loop(), lambda _f: None)
+            for seq in range(20_000):  # about 30 MB, several times the 8 MiB buffer
+                a.send(wire.build_frame(wire.Header(op=wire.Op.UNICAST, seq=seq), b"x" * 1400))
+                if seq % 500 == 499:
+                    await asyncio.sleep(0)
+
+        asyncio.run(flood())
+        dropped = b.receive_drops()
+        assert 0 < dropped < 20_000
+        assert b.receive_drops() == dropped, (
+            "the kernel's counter resets on reading: no double count"
+        )
+        a.close()
+        b.close()
+        assert b.receive_drops() == dropped
+    finally:
+        netns.delete(name)
+        registry.close()

@@ -89,13 +89,14 @@ def all_roots(results: Results, img_dir: Path, cores: int) -> Section:
         ),
     ]
     if skipped := left_out(results.profile, parse_spec(results.topo).num_hosts):
-        sizes = sorted({int(key.rsplit("/", 1)[1]) for key in skipped})
+        cap = ALL_ROOTS_CELL_CAP_S["full" if results.profile == "full" else "quick"]
         section.body += [
             "",
-            f"Left out on {results.topo}: {', '.join(size_text(s) for s in sizes)}; every "
-            "rank broadcasting moves ranks^2 times the size, and by the cost model "
-            "(mininet_topos/reproduce_plan.py) one such cell would take longer than "
-            f"{ALL_ROOTS_CELL_CAP_S / 60:.0f} min at today's speeds.",
+            f"Left out on {results.topo} ({results.profile} profile): "
+            f"{', '.join(_cell_text(key) for key in skipped)}. Every rank broadcasting moves "
+            "ranks^2 times the size (scatter-allgather: ranks^3 messages), and by the cost "
+            "model (mininet_topos/reproduce_plan.py) each of these cells would take longer "
+            f"than {cap / 60:.0f} min at today's speeds.",
         ]
     cells = [c for c, _ in pairs]
     section.body += [
@@ -431,3 +432,9 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
 def _cpu_spread(values: list[float]) -> str:
     s = spread(values)
     return "-" if s is None else f"{ms(s['median'])} ({ms(s['min'])}-{ms(s['max'])})"
+
+
+def _cell_text(key: str) -> str:
+    """``ragasa:binomial/16384`` as ``binomial at 16 KiB``."""
+    algorithm, size = key.split(":", 1)[1].rsplit("/", 1)
+    return f"{algorithm} at {size_text(int(size))}"

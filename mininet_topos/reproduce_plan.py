@@ -148,9 +148,12 @@ def plan(profile: str, hosts: int) -> list[CellSpec]:
     ]
 
 
-# the longest an all-roots cell of the full profile may take by the cost model: larger sizes
-# are left out on large networks (reported as such), so the profile keeps to its budget
-ALL_ROOTS_CELL_CAP_S = 12 * 60.0
+# the longest an all-roots cell may take by the cost model: larger sizes are left out on large
+# networks (reported as such), so each profile keeps to its budget
+ALL_ROOTS_CELL_CAP_S = {"full": 12 * 60.0, "quick": 5 * 60.0}
+# van de Geijn's messages grow with ranks^3 when every rank roots one: its sizes are left out
+# on their own (the others keep theirs side by side), reported like the rest
+SLOWEST_ALL_ROOTS = "scatter_allgather"
 
 
 def _all_roots_uncapped(full: bool) -> list[CellSpec]:
@@ -183,21 +186,30 @@ def _all_roots_uncapped(full: bool) -> list[CellSpec]:
 
 def _all_roots(hosts: int, full: bool) -> list[CellSpec]:
     cells = _all_roots_uncapped(full)
-    if not full:
-        return cells
-    # a size is kept for every algorithm or for none, so the sizes compare side by side
-    too_long = {
-        c.tests[0].sizes[0] for c in cells if estimate_seconds(c, hosts) > ALL_ROOTS_CELL_CAP_S
+    cap = ALL_ROOTS_CELL_CAP_S["full" if full else "quick"]
+
+    def too_long(cell: CellSpec) -> bool:
+        return estimate_seconds(cell, hosts) > cap
+
+    # a size is kept for every other algorithm or for none, so the sizes compare side by side
+    dropped_sizes = {
+        c.tests[0].sizes[0]
+        for c in cells
+        if c.tests[0].algorithm != SLOWEST_ALL_ROOTS and too_long(c)
     }
-    return [c for c in cells if c.tests[0].sizes[0] not in too_long]
+    return [
+        c
+        for c in cells
+        if c.tests[0].sizes[0] not in dropped_sizes
+        and not (c.tests[0].algorithm == SLOWEST_ALL_ROOTS and too_long(c))
+    ]
 
 
 def left_out(profile: str, hosts: int) -> list[str]:
-    """Sizes of every rank broadcasting the full profile leaves out on this many hosts."""
-    if profile != "full":
-        return []
-    kept = {c.key for c in _all_roots(hosts, True)}
-    return [c.key for c in _all_roots_uncapped(True) if c.key not in kept]
+    """Cells of every rank broadcasting that the profile leaves out on this many hosts."""
+    full = profile == "full"
+    kept = {c.key for c in _all_roots(hosts, full)}
+    return [c.key for c in _all_roots_uncapped(full) if c.key not in kept]
 
 
 def _latency_throughput(full: bool) -> list[CellSpec]:
@@ -276,6 +288,10 @@ PER_UNIT_S = {
     ("all_roots", "innet"): 1.8e-3,
     ("all_roots", "ragasa"): 2.2e-3,
     ("all_roots", "host"): 0.6e-3,
+    # van de Geijn from every root at once: per message, ranks x ranks x non-empty chunks
+    # (min(size, ranks)); 16 KiB on Df(2,4,2) was 275 s per operation, 373,000 messages of
+    # 228 B, both cores busy (make reproduce, 2026-11-24)
+    ("all_roots", "scatter_allgather"): 0.74e-3,
     ("bcast", "any"): 0.2e-3,  # one root: per rank x segment
     ("scatter", "any"): 1.5e-3,  # per rank x segment of one block
     ("allgather", "any"): 0.35e-3,  # per rank^2 x segment of one block
@@ -289,6 +305,9 @@ def operation_seconds(test: CollectiveTest, size: int, ranks: int) -> float:
     """The model's time of one operation of ``test`` at ``size`` on ``ranks`` ranks."""
     segs = segments(size)
     host = "innet" if test.algorithm == "innet" else "host"
+    if test.mode == "all_roots" and test.algorithm == "scatter_allgather":
+        messages = ranks * ranks * min(size, ranks)
+        return OP_FLOOR_S + PER_UNIT_S[("all_roots", "scatter_allgather")] * messages
     if test.mode == "all_roots":
         kind = test.algorithm if test.algorithm in ("innet", "ragasa") else "host"
         return OP_FLOOR_S + PER_UNIT_S[("all_roots", kind)] * ranks * ranks * segs

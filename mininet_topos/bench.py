@@ -505,6 +505,10 @@ def engine_setting(text: str) -> tuple[str, Any]:
             f"{text!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(fields))}"
         )
     kind = type(getattr(EngineConfig(), key))
+    if kind is bool:  # bool("false") is True: spell the two values out
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise argparse.ArgumentTypeError(f"{key}: {value!r} is not true or false")
+        return key, value.lower() in ("true", "1")
     try:
         return key, kind(value)
     except ValueError as exc:

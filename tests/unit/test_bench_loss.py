@@ -4,6 +4,7 @@ side-by-side table of time under loss against time without it. No network."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 
@@ -127,3 +128,17 @@ def test_engine_settings_take_the_field_type_and_refuse_unknown_keys() -> None:
         bench.engine_setting("repair_quiet=0.1")
     with pytest.raises(argparse.ArgumentTypeError, match="not of type int"):
         bench.engine_setting("ack_every=fast")
+
+
+def test_a_boolean_engine_setting_reads_false_as_false(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bool("false") is True: a boolean field is read from its spelling, not by the type."""
+
+    @dataclasses.dataclass
+    class WithSwitch:
+        check: bool = True
+
+    monkeypatch.setattr(bench, "EngineConfig", WithSwitch)
+    assert bench.engine_setting("check=false") == ("check", False)
+    assert bench.engine_setting("check=True") == ("check", True)
+    with pytest.raises(argparse.ArgumentTypeError, match="not true or false"):
+        bench.engine_setting("check=maybe")

@@ -46,6 +46,7 @@ class Aggregator:
         self.probe: asyncio.TimerHandle | None = None  # repairs unasked: see CoRoots
         self.complete_at: float | None = None  # when this co-root's own copy completed
         self.repaired: dict[tuple[int, int], float] = {}  # (member, segment) -> when
+        self.relayed: dict[int, float] = {}  # member -> when a relay last went to it
 
     def cancel_timers(self) -> None:
         for timer in (self.timer, self.probe):
@@ -238,7 +239,10 @@ class CoRoots:
         agg.probe = None
         for member, cum in agg.cum.items():
             if cum < seg_count:
-                self._repair(key, agg, member, [(cum, seg_count - cum)])
+                # its first missing segment only: a member that lost everything then knows
+                # of the message and asks for the rest; one that is merely slow (most, on a
+                # loaded host) costs one duplicate, not the whole message again
+                self._repair(key, agg, member, [(cum, 1)])
 
     def relay(self, key: McastKey, seg: int) -> None:
         """The root repaired segment ``seg`` to this co-root, which had it already: the
@@ -250,9 +254,20 @@ class CoRoots:
         agg = self._aggregators.get(key)
         if agg is None or self._switch_merged(key):
             return
+        # at most once per member in a while as slow as members' usual lag, and at least
+        # once per half the longest RTO (a member whose ACKs are really lost must not wait
+        # out the root's peer timeout): on a loaded host the root's timeouts come before slow
+        # members' ACKs, and relaying each of them to every such member multiplied the
+        # repairs of a spurious timeout by the group's size
+        now = self.loop.time()
+        interval = min(max(self.cfg.rto_min, 2 * self.member_lag), self.cfg.rto_max / 2)
         for member, cum in agg.cum.items():
-            if cum <= seg and member != self.endpoint.node:
-                self._repair(key, agg, member, [(seg, 1)])
+            if cum > seg or member == self.endpoint.node:
+                continue
+            if now - agg.relayed.get(member, -1e9) < interval:
+                continue
+            agg.relayed[member] = now
+            self._repair(key, agg, member, [(seg, 1)])
 
     def forward_nack(
         self, key: McastKey, ranges: list[tuple[int, int]], requester: int | None = None

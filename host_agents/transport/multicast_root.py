@@ -165,10 +165,11 @@ class MulticastRoots:
             for seg in segments:  # many behind: one copy down the whole tree serves them all
                 self._transmit(root, seg, retransmit=True)
         else:
-            # a few behind (a co-root then repairs its group): a copy each, not 71
+            # a few behind (a co-root then repairs its group): a copy each, not 71, of the
+            # first missing segment only: it makes them report, and what else they lack they
+            # then ask for (a timeout on a loaded host is often spurious)
             for node in behind:
-                for seg in segments:
-                    self._repair_one(root, seg, node)
+                self._repair_one(root, first, node)
         root.rtt.back_off(root.armed_backoff, self.cfg.rto_max)
         root.arm(self.loop, self._on_timeout)
 

@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import os
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +22,9 @@ pytestmark = [
 ]
 
 
-def test_ten_thousand_frames_cross_a_veth_pair_in_order(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@contextlib.contextmanager
+def veth_pair(tmp_path: Path) -> Iterator[tuple[RawSocketPort, RawSocketPort]]:
+    """Two raw-socket ports on the ends of a veth pair in a fresh network namespace."""
     name = f"nc-port-{uuid.uuid4().hex[:6]}"
     registry = RunRegistry(name.removeprefix("nc-"), tmp_path)
     netns.create(name, registry)
@@ -28,6 +32,16 @@ def test_ten_thousand_frames_cross_a_veth_pair_in_order(tmp_path) -> None:  # ty
         netns.add_veth(name, "pa", "pb")
         a = netns.call_in(name, lambda: RawSocketPort("pa"))
         b = netns.call_in(name, lambda: RawSocketPort("pb"))
+        yield a, b
+        a.close()
+        b.close()
+    finally:
+        netns.delete(name)
+        registry.close()
+
+
+def test_ten_thousand_frames_cross_a_veth_pair_in_order(tmp_path: Path) -> None:
+    with veth_pair(tmp_path) as (a, b):
         count = 10_000
 
         async def exchange() -> list[int]:
@@ -53,23 +67,12 @@ def test_ten_thousand_frames_cross_a_veth_pair_in_order(tmp_path) -> None:  # ty
         got = asyncio.run(exchange())
         assert got == list(range(10_000))
         assert a.backlog == 0 and a.send_errors == 0
-        a.close()
-        b.close()
-    finally:
-        netns.delete(name)
-        registry.close()
 
 
-def test_frames_the_kernel_drops_before_the_agent_reads_them_are_counted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_frames_the_kernel_drops_before_the_agent_reads_them_are_counted(tmp_path: Path) -> None:
     """An agent that does not read for a while (starved of CPU) loses what overflows its
     receive buffer without seeing it: the port reports how many, once each."""
-    name = f"nc-port-{uuid.uuid4().hex[:6]}"
-    registry = RunRegistry(name.removeprefix("nc-"), tmp_path)
-    netns.create(name, registry)
-    try:
-        netns.add_veth(name, "pa", "pb")
-        a = netns.call_in(name, lambda: RawSocketPort("pa"))
-        b = netns.call_in(name, lambda: RawSocketPort("pb"))  # never started: nobody reads
+    with veth_pair(tmp_path) as (a, b):  # b is never started: nobody reads
 
         async def flood() -> None:
             a.start(asyncio.get_running_loop(), lambda _f: None)
@@ -84,9 +87,4 @@ def test_frames_the_kernel_drops_before_the_agent_reads_them_are_counted(tmp_pat
         assert b.receive_drops() == dropped, (
             "the kernel's counter resets on reading: no double count"
         )
-        a.close()
-        b.close()
-        assert b.receive_drops() == dropped
-    finally:
-        netns.delete(name)
-        registry.close()
+    assert b.receive_drops() == dropped, "closed, it keeps the count"

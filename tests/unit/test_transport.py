@@ -354,6 +354,32 @@ def test_a_neighbour_thousands_of_messages_ahead_is_parked_not_refused() -> None
     with_engine(body)
 
 
+def answer_unicast_after(engine: Engine, port: RecordingPort, delay: float) -> None:
+    """The first root's node answers every unicast segment ``engine`` sends it, ``delay``
+    seconds later, with an ACK of the whole (single-segment) message."""
+    loop = asyncio.get_running_loop()
+    record = port.send
+
+    def answer(tag: int) -> None:
+        ack = wire.Header(
+            op=wire.Op.ACK,
+            comm_id=COMM,
+            epoch=EPOCH,
+            tag=tag,
+            src_node=ROOTS[0],
+            dst_node=ME,
+            seq=1,
+        )
+        engine._on_frame(wire.build_frame(ack, bytes(8), dst_mac=bytes([2, 0, 0, 0, 0, ME])))
+
+    def send(frame: bytes) -> None:
+        record(frame)
+        if port.sent[-1].op == wire.Op.UNICAST:
+            loop.call_later(delay, answer, port.sent[-1].tag)
+
+    port.send = send  # type: ignore[method-assign]
+
+
 def test_a_message_queued_behind_others_to_a_live_peer_does_not_time_out() -> None:
     """A message's peer timeout counts from when it is in flight, not from when it was
     queued: with every rank rooting a scatter-allgather at once, thousands of messages wait
@@ -373,22 +399,7 @@ def test_a_message_queued_behind_others_to_a_live_peer_does_not_time_out() -> No
         )
         engine, port = recording_engine(config)
         engine.register_comm(COMM, (ME, *ROOTS))
-        loop = asyncio.get_running_loop()
-        record = port.send
-
-        def answer(tag: int) -> None:
-            ack = wire.Header(
-                op=wire.Op.ACK, comm_id=COMM, epoch=EPOCH, tag=tag, src_node=peer, dst_node=ME
-            )
-            frame = wire.build_frame(ack.with_(seq=1), bytes(8), dst_mac=bytes([2, 0, 0, 0, 0, ME]))
-            engine._on_frame(frame)
-
-        def send(frame: bytes) -> None:  # the peer answers every segment 0.25 s later
-            record(frame)
-            if port.sent[-1].op == wire.Op.UNICAST:
-                loop.call_later(0.25, answer, port.sent[-1].tag)
-
-        port.send = send  # type: ignore[method-assign]
+        answer_unicast_after(engine, port, 0.25)  # the peer is alive, but slow
         sends = [engine.send_message(peer, COMM, EPOCH, tag, bytes(SEGMENT)) for tag in range(8)]
         # one message at a time, each answered after 0.25 s: the last one waits about 1.75 s
         # in the queue, far past the peer timeout, while the peer answers everything
@@ -412,23 +423,7 @@ def test_a_peer_slower_than_the_timeout_keeps_its_backoff_for_the_next_messages(
         )
         engine, port = recording_engine(config)
         engine.register_comm(COMM, (ME, *ROOTS))
-        loop = asyncio.get_running_loop()
-        record = port.send
-
-        def answer(tag: int) -> None:
-            ack = wire.Header(
-                op=wire.Op.ACK, comm_id=COMM, epoch=EPOCH, tag=tag, src_node=peer, dst_node=ME
-            )
-            engine._on_frame(
-                wire.build_frame(ack.with_(seq=1), bytes(8), dst_mac=bytes([2, 0, 0, 0, 0, ME]))
-            )
-
-        def send(frame: bytes) -> None:  # the peer answers every segment 0.3 s later
-            record(frame)
-            if port.sent[-1].op == wire.Op.UNICAST:
-                loop.call_later(0.3, answer, port.sent[-1].tag)
-
-        port.send = send  # type: ignore[method-assign]
+        answer_unicast_after(engine, port, 0.3)  # slower than the initial timeout
         for tag in range(messages):  # one after the other, like a chain of small collectives
             await asyncio.wait_for(engine.send_message(peer, COMM, EPOCH, tag, bytes(SEGMENT)), 5)
         # the first messages back off (0.1 -> 0.2 -> 0.4 s) until one is answered before its

@@ -17,7 +17,6 @@ from host_agents.directory import Directory
 from host_agents.engine import Engine, EngineConfig, Incoming
 from host_agents.port import FrameHandler, Port
 from host_agents.transport.publish import BACKOFF_PAUSES, RepairPacer
-from host_agents.transport.rtt import RttEstimate
 
 pytestmark = pytest.mark.unit
 
@@ -406,48 +405,3 @@ def test_a_message_queued_behind_others_to_a_live_peer_does_not_time_out() -> No
         await asyncio.wait_for(asyncio.gather(*sends), 10)
 
     asyncio.run(main())
-
-
-def test_a_peer_slower_than_the_timeout_keeps_its_backoff_for_the_next_messages() -> None:
-    """Karn's rule keeps retransmitted segments out of the RTT estimate, so only the backed-off
-    timeout can learn that a loaded peer answers slowly; it must stay with the peer until a
-    segment sent once is acknowledged. Restarting every new message at the unlearned timeout
-    sent each of many short messages twice (make reproduce, all ranks rooting a binomial
-    broadcast: 12,000 retransmissions for 27,000 data frames, most of them duplicates)."""
-    peer = ROOTS[0]
-    messages = 10
-
-    async def main() -> None:
-        config = EngineConfig(
-            segment_size=SEGMENT, rto_initial=0.1, rto_min=0.1, rto_max=2.0, peer_timeout=5.0
-        )
-        engine, port = recording_engine(config)
-        engine.register_comm(COMM, (ME, *ROOTS))
-        answer_unicast_after(engine, port, 0.3)  # slower than the initial timeout
-        for tag in range(messages):  # one after the other, like a chain of small collectives
-            await asyncio.wait_for(engine.send_message(peer, COMM, EPOCH, tag, bytes(SEGMENT)), 5)
-        # the first messages back off (0.1 -> 0.2 -> 0.4 s) until one is answered before its
-        # timeout; from then on the measured round trip sets the timeout
-        assert engine.stats.retransmissions <= 4, engine.stats.retransmissions
-
-    asyncio.run(main())
-
-
-def test_timers_expiring_together_back_off_once_and_a_clean_sample_ends_the_backoff() -> None:
-    """Shared by every message to a peer and every multicast of a tree: a burst of timers set
-    at the same backoff doubles it once, not once per timer (72 multicasts timing out
-    together would jump straight to the cap); the next clean round trip resets it."""
-    config = EngineConfig(rto_min=0.05, rto_max=2.0)
-    rtt = RttEstimate(0.1)
-    for _ in range(5):  # five timers armed at backoff 1, expiring together
-        rtt.back_off(1.0, config.rto_max)
-    assert rtt.backoff == 2.0
-    assert rtt.timeout(config.rto_max) == pytest.approx(0.2)
-    rtt.back_off(2.0, config.rto_max)
-    assert rtt.timeout(config.rto_max) == pytest.approx(0.4)
-    for _ in range(10):
-        rtt.back_off(rtt.backoff, config.rto_max)
-    assert rtt.timeout(config.rto_max) == pytest.approx(2.0), "capped at rto_max"
-    rtt.sample(0.3, config)
-    assert rtt.backoff == 1.0
-    assert rtt.timeout(config.rto_max) == pytest.approx(0.3 + 4 * 0.15)

@@ -89,7 +89,7 @@ def all_roots(results: Results, img_dir: Path, cores: int) -> Section:
         ),
     ]
     if skipped := left_out(results.profile, parse_spec(results.topo).num_hosts):
-        cap = ALL_ROOTS_CELL_CAP_S["full" if results.profile == "full" else "quick"]
+        cap = ALL_ROOTS_CELL_CAP_S[results.profile]
         section.body += [
             "",
             f"Left out on {results.topo} ({results.profile} profile): "

@@ -58,10 +58,10 @@ class McastRoot:
         self.timer: asyncio.TimerHandle | None = None
         self.sent_at: dict[int, float] = {}  # first transmission of each segment
         self.rtt = rtt  # to the slowest ACK source, shared by the multicasts of this tree
-        # doubles on each timeout of this multicast only. Not the tree's, as a unicast peer's
-        # is: with 71 receivers under loss almost every multicast has some segment repaired,
-        # so a clean sample rarely comes, and a backoff kept until one left the RTO at its cap
-        # (1 B broadcasts at 5% loss took 0.88 s instead of about 0.1 s)
+        # doubles on each timeout of this multicast only, not the tree's: with 71 receivers
+        # under loss almost every multicast has some segment repaired, so a clean sample
+        # rarely comes, and a backoff kept until one left the RTO at its cap (1 B broadcasts
+        # at 5% loss took 0.88 s instead of about 0.1 s)
         self.backoff = 1.0
 
     @property

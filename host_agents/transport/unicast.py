@@ -172,9 +172,7 @@ class Unicast:
 
     def _arm_timer(self, msg: OutgoingMessage, peer: PeerState) -> None:
         if msg.timer is None and msg.sent_at:
-            msg.timer = self.loop.call_later(
-                min(peer.rtt.rto * msg.backoff, self.cfg.rto_max), self._on_timeout, msg
-            )
+            msg.timer = self.loop.call_later(peer.rtt.rto * msg.backoff, self._on_timeout, msg)
 
     def _on_timeout(self, msg: OutgoingMessage) -> None:
         msg.timer = None

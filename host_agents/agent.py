@@ -38,7 +38,6 @@ LOG = logging.getLogger("netcoll.agent")
 async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> list[dict[str, Any]]:
     """Every size of one test: warm-up and timed iterations, each checked."""
     out = []
-    sync = "innet" if comm.innet else "dissemination"
     for size in test.sizes:
         cpu_before, window_start = time.process_time(), time.monotonic()
         if test.mode != "single":
@@ -54,6 +53,7 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
         stamps: list[tuple[float, float]] = []  # monotonic start and end: one clock per machine
         start_cpu: list[float] = []  # CPU time of the start call alone ([Tofu2]'s MPI_Start)
         wrong = 0
+        delays: list[float] = []  # aligned starts: how long after the agreed time it began
         persistent: Persistent[Any] | None = None
         init_s = 0.0
         if test.persistent:
@@ -61,8 +61,7 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
             init_s = persistent.init_seconds
         chosen = ""
         for iteration in range(test.warmup + test.iterations):
-            if test.sync and test.collective != "barrier":
-                await comm.barrier(algorithm=sync)  # ranks start each iteration together
+            go = await workload_modes.start_together(comm, test)
             instance = Instance(
                 test.collective,
                 seed,
@@ -94,6 +93,8 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
                 times.append(elapsed)
                 stamps.append((began, time.monotonic()))
                 start_cpu.append(cpu)
+                if go is not None:
+                    delays.append(began - go)
         out.append(
             {
                 "collective": test.collective,
@@ -105,6 +106,7 @@ async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> l
                 "init_seconds": init_s,
                 "times": times,
                 "wrong": wrong,
+                "start_delays": delays,
                 "mode": test.mode,
                 "stamps": stamps,
                 "start_cpu": start_cpu,

@@ -29,6 +29,11 @@ class CollectiveTest:
     root: int = 0
     persistent: bool = False
     sync: bool = True  # a barrier before each iteration (OSU style); False: back to back
+    # after the barrier, every rank waits for one start time on the machine's clock (the
+    # Mininet hosts share the kernel's CLOCK_MONOTONIC): the barrier's release reaches 72
+    # agents on 2 cores over 50-80 ms, which a first-start-to-last-end time would otherwise
+    # measure instead of the collective (host_agents.workload_modes.start_together)
+    aligned: bool = False
     op: str = "sum"  # reductions only (host_agents.reduction)
     # how an iteration runs (host_agents.workload_modes): "single" (one operation), "all_roots"
     # (every rank roots one operation, all started at once, then all waited for: [Ragasa]'s
@@ -49,6 +54,8 @@ class CollectiveTest:
             raise ValueError("iterations must be at least 1 and warmup at least 0")
         if any(s < 0 for s in self.sizes):
             raise ValueError("sizes must be non-negative")
+        if self.aligned and not self.sync:
+            raise ValueError("an aligned start needs the barrier before it (sync)")
 
 
 @dataclass(slots=True)

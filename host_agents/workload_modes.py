@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import struct
 import time
 from typing import Any
 
@@ -21,10 +22,28 @@ from host_agents.collectives import Call
 from host_agents.comm import Comm, Persistent
 from host_agents.workload import CollectiveTest, Instance
 
+# how far ahead rank 0 sets an aligned start: more than its binomial broadcast of that time
+# takes to reach 72 agents on 2 cores (about 70 ms measured, barrier release skew included)
+ALIGN_LEAD_S = 0.25
+_GO = struct.Struct("!d")
 
-async def _sync(comm: Comm, test: CollectiveTest) -> None:
-    if test.sync and test.collective != "barrier":
-        await comm.barrier(algorithm="innet" if comm.innet else "dissemination")
+
+async def start_together(comm: Comm, test: CollectiveTest) -> float | None:
+    """Before an iteration: the barrier (OSU style), then for an aligned test a wait until the
+    start time rank 0 broadcast, on the clock every Mininet host shares; that time (None when
+    not aligned), so the caller can record how late the rank really started."""
+    if not test.sync or test.collective == "barrier":
+        return None
+    await comm.barrier(algorithm="innet" if comm.innet else "dissemination")
+    if not test.aligned:
+        return None
+    go = _GO.pack(time.monotonic() + ALIGN_LEAD_S) if comm.rank == 0 else None
+    got = await comm.bcast(go, 0, size=_GO.size, algorithm="binomial")
+    (at,) = _GO.unpack(bytes(got))
+    wait = at - time.monotonic()
+    if wait > 0:  # else it learned the time too late and starts now
+        await asyncio.sleep(wait)
+    return float(at)
 
 
 def _instance(
@@ -53,9 +72,10 @@ async def all_roots(
     times: list[float] = []
     stamps: list[tuple[float, float]] = []
     wrong = 0
+    delays: list[float] = []
     chosen = ""
     for iteration in range(test.warmup + test.iterations):
-        await _sync(comm, test)
+        go = await start_together(comm, test)
         instances = [
             _instance(comm, test, index, seed, size, iteration, root) for root in range(comm.size)
         ]
@@ -71,8 +91,12 @@ async def all_roots(
         if iteration >= test.warmup:
             times.append(elapsed)
             stamps.append((began, time.monotonic()))
+            if go is not None:
+                delays.append(began - go)
     # root -1: every rank is one, so the report never mixes this with a single-root row
-    return _entry(test, size, -1, chosen=chosen, times=times, stamps=stamps, wrong=wrong)
+    return _entry(
+        test, size, -1, chosen=chosen, times=times, stamps=stamps, wrong=wrong, start_delays=delays
+    )
 
 
 async def overlap(
@@ -87,8 +111,8 @@ async def overlap(
             test.collective, root=test.root, size=size, algorithm=test.algorithm, op=test.op
         )
         init_s = persistent.init_seconds
-    counter = 0
-    wrong = 0
+    counter = wrong = 0
+    delays: list[float] = []
     start_cpu: list[float] = []
     stamps: list[tuple[float, float]] = []
 
@@ -96,7 +120,7 @@ async def overlap(
         nonlocal counter, wrong
         times = []
         for n in range(count):
-            await _sync(comm, test)
+            go = await start_together(comm, test)
             instance = _instance(comm, test, index, seed, size, counter, test.root)
             counter += 1
             data = instance.contribution()
@@ -119,6 +143,8 @@ async def overlap(
                 if compute_s == 0:
                     start_cpu.append(cpu)
                     stamps.append((began, time.monotonic()))
+                    if go is not None:
+                        delays.append(began - go)
         return times
 
     reference = await phase(0.0, test.warmup + test.iterations, test.warmup)
@@ -141,4 +167,5 @@ async def overlap(
         start_cpu=start_cpu,
         overlap=sweep,
         wrong=wrong,
+        start_delays=delays,
     )

@@ -28,10 +28,12 @@ from mininet_topos.environment import check_p4c, default_bmv2
 from mininet_topos.provenance import commit, now
 from mininet_topos.reproduce_plan import (
     BUDGET_S,
+    CLAIMS,
     PROFILES,
     CellSpec,
     estimate_seconds,
     left_out,
+    left_out_cells,
     plan,
 )
 from mininet_topos.reproduce_report import write_report
@@ -178,11 +180,18 @@ def main(argv: list[str] | None = None) -> int:
         save()
         return 0
     topo = model.parse_spec(args.topo)
-    cells = [
-        c
-        for c in plan(args.profile, topo.num_hosts)
-        if not args.only or c.experiment in args.only or c.key in args.only
+    # a cell the profile leaves out still runs when --only names it
+    planned = plan(args.profile, topo.num_hosts) + [
+        c for c in left_out_cells(args.profile, topo.num_hosts) if c.key in (args.only or [])
     ]
+    if unknown := unknown_names(args.only or [], planned):
+        print(
+            f"error: --only {','.join(unknown)}: no such experiment or cell in the "
+            f"{args.profile} profile (experiments: {', '.join(sorted(CLAIMS))})",
+            file=sys.stderr,
+        )
+        return 2
+    cells = [c for c in planned if not args.only or c.experiment in args.only or c.key in args.only]
     todo = set(results.pending([c.key for c in cells]))
     pending = [c for c in cells if c.key in todo]
     estimate = sum(estimate_seconds(c, topo.num_hosts) for c in pending)
@@ -286,6 +295,13 @@ def open_results(args: argparse.Namespace) -> Results:
     return Results(args.topo, args.profile, args.seed)
 
 
+def unknown_names(only: list[str], cells: list[CellSpec]) -> list[str]:
+    """The --only names that are neither an experiment nor a cell of the plan (a typo would
+    otherwise measure nothing and say so only as "0 cells")."""
+    known = {c.experiment for c in cells} | {c.key for c in cells}
+    return [name for name in only if name not in known]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -302,9 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument(
         "--only",
-        type=lambda s: set(s.split(",")),
+        action="extend",  # repeated, each adds: a second --only must not replace the first
+        type=lambda s: s.split(","),
         help="only these experiments (ragasa,nic-barrier) or cells "
-        "(nic-barrier:n8,ragasa:innet/16384)",
+        "(nic-barrier:n8,ragasa:innet/16384); repeat to add more",
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue the results file: only missing cells"

@@ -11,6 +11,7 @@ from controller.topology import parse_spec
 from mininet_topos.reproduce_plan import ALL_ROOTS_CELL_CAP_S, PAPER_VALUES, left_out, segments
 from mininet_topos.reproduce_results import CellResult, Measurement, Results, spread
 from mininet_topos.reproduce_words import (
+    ALIGNED_START,
     Section,
     by_algorithm,
     figure_path,
@@ -24,6 +25,7 @@ from mininet_topos.reproduce_words import (
     ratio,
     size_text,
     spread_text,
+    timeline_rows,
     times_text,
     unique,
 )
@@ -246,9 +248,14 @@ def latency_throughput(results: Results, img_dir: Path, cores: int) -> Section:
     )
     section.body += [
         "One root (rank 0), every rank of the communicator; time from the first rank's start "
-        "to the last rank's end per iteration; throughput is the message size over that time.",
+        "to the last rank's end per iteration; throughput is the message size over that time. "
+        + ALIGNED_START,
         "",
         *rows,
+        "",
+        "Where the time goes (medians over the iterations, from the first rank's start):",
+        "",
+        *timeline_rows([(n, at[n][size]) for size in sizes for n in ("innet", "binomial")]),
         "",
         f"The in-network broadcast's latency at {size_text(small)} is {-latency:+.0%} against "
         f"binomial's (the paper: -58%); its throughput at {size_text(large)} is "
@@ -366,9 +373,19 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
         "(`comm.start` then `wait`) are timed from the first rank's start to the last rank's "
         "end. Computation: a blocking pause (`time.sleep`) of a fraction of the rank's own "
         "start+wait time between start and wait; it *fits* while the slowest rank's median "
-        f"time grows by at most {FITS - 1:.0%}.",
+        f"time grows by at most {FITS - 1:.0%}. " + ALIGNED_START,
         "",
         *rows,
+        "",
+        "Where the time goes without computation (medians, from the first rank's start):",
+        "",
+        *timeline_rows(
+            [
+                (label, kept[(is_persistent, size)])
+                for size in sizes
+                for label, is_persistent in (("persistent", True), ("nonblocking", False))
+            ]
+        ),
         "",
         f"At {size_text(key)}, a start costs {ms(start)} of CPU against {ms(first_init)} "
         f"for the first init ({fraction_text(share)}; the paper: 2-8 us against 60-251 us, "
@@ -381,7 +398,10 @@ def persistent(results: Results, img_dir: Path, cores: int) -> Section:
         "start only rings a doorbell and the host is free until wait. Here `start()` only "
         "creates the task (asyncio defers the sending to the event loop), so its own CPU is "
         "small; the broadcast itself then runs in the agent's event loop, which a computation "
-        "blocks: only what the switches and the other agents do meanwhile overlaps with it.",
+        "blocks: only what the switches and the other agents do meanwhile overlaps with it. "
+        "Once init has installed the trees, a persistent start runs the same code as the "
+        "nonblocking call (nothing else is prepared ahead yet), so the two differ by noise: "
+        "the time is the agents' wake-ups and frames on two shared cores.",
     ]
     plt = pyplot()
     fig, (ax_cost, ax_overlap) = plt.subplots(1, 2, figsize=(11, 4))

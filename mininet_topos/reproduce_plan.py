@@ -176,7 +176,11 @@ def _all_roots_uncapped(full: bool) -> list[CellSpec]:
         CellSpec(
             "ragasa",
             f"{algorithm}/{size}",
-            (CollectiveTest("bcast", algorithm, (size,), it, warm, root=0, mode="all_roots"),),
+            (
+                CollectiveTest(
+                    "bcast", algorithm, (size,), it, warm, root=0, mode="all_roots", aligned=True
+                ),
+            ),
             metered=True,
         )
         for size, it, warm in sizes
@@ -205,11 +209,16 @@ def _all_roots(hosts: int, full: bool) -> list[CellSpec]:
     ]
 
 
-def left_out(profile: str, hosts: int) -> list[str]:
-    """Cells of every rank broadcasting that the profile leaves out on this many hosts."""
+def left_out_cells(profile: str, hosts: int) -> list[CellSpec]:
+    """Cells of every rank broadcasting that the profile leaves out on this many hosts (run
+    only when named in --only)."""
     full = profile == "full"
     kept = {c.key for c in _all_roots(hosts, full)}
-    return [c.key for c in _all_roots_uncapped(full) if c.key not in kept]
+    return [c for c in _all_roots_uncapped(full) if c.key not in kept]
+
+
+def left_out(profile: str, hosts: int) -> list[str]:
+    return [c.key for c in left_out_cells(profile, hosts)]
 
 
 def _latency_throughput(full: bool) -> list[CellSpec]:
@@ -219,7 +228,7 @@ def _latency_throughput(full: bool) -> list[CellSpec]:
         CellSpec(
             "ib-mcast",
             algorithm,
-            (CollectiveTest("bcast", algorithm, sizes, iterations, 1, root=0),),
+            (CollectiveTest("bcast", algorithm, sizes, iterations, 1, root=0, aligned=True),),
         )
         for algorithm in ("innet", "binomial")
     ]
@@ -241,6 +250,7 @@ def _persistent(full: bool) -> list[CellSpec]:
             persistent=persistent,
             mode="overlap",
             compute=fractions,
+            aligned=True,
         )
 
     # persistent first: its init is what installs the root's trees
@@ -267,7 +277,9 @@ def _scatter_allgather(full: bool) -> list[CellSpec]:
     for size in sizes:
         for collective, algorithms in (("scatter", SCATTER), ("allgather", ALLGATHER)):
             for algorithm in algorithms:
-                test = CollectiveTest(collective, algorithm, (size,), iterations, 1, root=0)
+                test = CollectiveTest(
+                    collective, algorithm, (size,), iterations, 1, root=0, aligned=True
+                )
                 cells.append(
                     CellSpec(
                         "df-scatter", f"{collective}/{algorithm}/{size}", (test,), metered=True

@@ -44,6 +44,13 @@ class Measurement:
     agent_cpu_s: list[float] = field(default_factory=list)  # per rank, over this size
     # overlap mode: per computation fraction, its median length and per-iteration completion
     overlap: list[dict[str, Any]] = field(default_factory=list)
+    # where a first-start-to-last-end time goes, per timed iteration from the first start:
+    # the last rank's start, the last non-root rank's end and the root's end (rooted tests)
+    last_start_s: list[float] = field(default_factory=list)
+    last_receiver_end_s: list[float] = field(default_factory=list)
+    root_end_s: list[float] = field(default_factory=list)
+    # aligned starts: every rank's delay after the agreed start time, every timed iteration
+    start_delay_s: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -170,8 +177,29 @@ def summarise(reports: dict[int, dict[str, Any]], members: tuple[int, ...]) -> l
                 start_cpu_s=[c for e in entries for c in e.get("start_cpu", [])],
                 agent_cpu_s=[float(e.get("cpu_seconds", 0.0)) for e in entries],
                 overlap=_overlap(entries),
+                start_delay_s=[d for e in entries for d in e.get("start_delays", [])],
+                **_timeline(ranked, root),
             )
         )
+    return out
+
+
+def _timeline(ranked: list[tuple[int, dict[str, Any]]], root: int) -> dict[str, list[float]]:
+    """Per timed iteration, from the first rank's start (one monotonic clock): when the last
+    rank started, the last non-root rank ended and the root ended."""
+    stamps = {rank: e.get("stamps", []) for rank, e in ranked}
+    counts = {len(s) for s in stamps.values()}
+    if len(counts) != 1 or root not in stamps or len(stamps) < 2:
+        return {}
+    (count,) = counts
+    out: dict[str, list[float]] = {"last_start_s": [], "last_receiver_end_s": [], "root_end_s": []}
+    for i in range(count):
+        first = min(s[i][0] for s in stamps.values())
+        out["last_start_s"].append(max(s[i][0] for s in stamps.values()) - first)
+        out["last_receiver_end_s"].append(
+            max(s[i][1] for rank, s in stamps.items() if rank != root) - first
+        )
+        out["root_end_s"].append(stamps[root][i][1] - first)
     return out
 
 

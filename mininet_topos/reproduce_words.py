@@ -156,3 +156,34 @@ def unique(cells: list[CellResult]) -> list[CellResult]:
     for cell in cells:
         seen.setdefault(cell.key, cell)
     return list(seen.values())
+
+
+ALIGNED_START = (
+    "Each iteration begins with a barrier, then every rank waits for a start time that rank 0 "
+    "set a quarter of a second ahead on the clock all Mininet hosts share, so the barrier's "
+    "uneven release (50-80 ms across 72 agents on 2 cores) is not counted as the collective's "
+    "time. The ranks still wake at that time one after another: the CPU they queue for is in "
+    "the table of where the time goes."
+)
+
+
+def timeline_rows(named: list[tuple[str, Measurement]]) -> list[str]:
+    """Where a first-start-to-last-end time goes, medians over the timed iterations: how far
+    apart the ranks started, how late after the agreed start time (aligned tests), and when
+    the last non-root rank and the root were done."""
+    rows = [
+        "| size | algorithm | last rank started | start after the agreed time: median (max) | "
+        "last non-root rank done | root done | time |",
+        "|---|---|---:|---|---:|---:|---:|",
+    ]
+    for label, m in named:
+        if not m.root_end_s:
+            continue
+        delays = m.start_delay_s
+        late = f"{ms(median(delays))} ({ms(max(delays))})" if delays else "-"
+        rows.append(
+            f"| {size_text(m.size)} | {label} | {ms(median(m.last_start_s))} | {late} | "
+            f"{ms(median(m.last_receiver_end_s))} | {ms(median(m.root_end_s))} | "
+            f"{ms(median(m.completion_s))} |"
+        )
+    return rows if len(rows) > 2 else []

@@ -204,6 +204,27 @@ def test_a_resumed_run_continues_the_file_and_a_new_one_keeps_the_old(tmp_path: 
     assert reproduce.main(["--report-only", "--results", str(missing)]) == 1
 
 
+def test_only_adds_up_and_a_name_nobody_plans_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    args = reproduce.parse_args(["--only", "tofu2", "--only", "ib-mcast,nic-barrier:n2"])
+    assert args.only == ["tofu2", "ib-mcast", "nic-barrier:n2"]
+    cells = reproduce_plan.plan("quick", DF242_HOSTS)
+    assert reproduce.unknown_names(args.only, cells) == []
+    assert reproduce.unknown_names(["ib-mcat", "tofu2"], cells) == ["ib-mcat"]
+    results = tmp_path / "r.json"
+    assert reproduce.main(["--only", "ib-mcat", "--results", str(results)]) == 2
+    assert "--only ib-mcat: no such experiment" in capsys.readouterr().err
+    assert not results.exists()
+
+
+def test_a_cell_the_profile_leaves_out_runs_when_named() -> None:
+    (key,) = reproduce_plan.left_out("quick", DF242_HOSTS)
+    (cell,) = reproduce_plan.left_out_cells("quick", DF242_HOSTS)
+    assert cell.key == key
+    assert key not in {c.key for c in reproduce_plan.plan("quick", DF242_HOSTS)}
+
+
 # -- what agents report, summarised ------------------------------------------------------------
 
 
@@ -235,6 +256,27 @@ def test_completion_runs_from_the_first_start_to_the_last_end() -> None:
     assert m.rank_means_s == pytest.approx([0.15, 0.2])
     assert m.root_start_cpu_s == [1e-5, 1e-5]  # the root's own calls
     assert m.agent_cpu_s == [0.5, 0.5]
+
+
+def test_the_timeline_says_when_the_last_rank_started_and_who_finished_last() -> None:
+    reports = {
+        10: report(0, 100.0, [0.1, 0.2], start_delays=[0.001, 0.002]),  # the root
+        11: report(1, 100.03, [0.02, 0.4], start_delays=[0.031, 0.0]),
+        12: report(2, 100.01, [0.05, 0.1], start_delays=[0.011, 0.004]),
+    }
+    (m,) = summarise(reports, (10, 11, 12))
+    assert m.last_start_s == pytest.approx([0.03, 0.03])
+    assert m.last_receiver_end_s == pytest.approx([0.06, 0.43])
+    assert m.root_end_s == pytest.approx([0.1, 0.2])
+    assert sorted(m.start_delay_s) == pytest.approx([0.0, 0.001, 0.002, 0.004, 0.011, 0.031])
+    rows = reproduce_words.timeline_rows([("innet", m)])
+    assert rows[2].startswith("| 1 KiB | innet | 30.0 ms | 3.0 ms (31.0 ms) |")
+
+
+def test_every_rank_rooting_has_no_root_timeline() -> None:
+    reports = {n: report(n - 10, 0.0, [0.1], root=-1, mode="all_roots") for n in (10, 11)}
+    (m,) = summarise(reports, (10, 11))
+    assert m.root_end_s == [] and reproduce_words.timeline_rows([("innet", m)]) == []
 
 
 def test_a_barriers_time_is_each_ranks_own_averaged() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from controller.topology import Topology, dragonfly
+from host_agents import workload_modes
 from host_agents.agent import run_test
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig
@@ -92,3 +93,29 @@ def test_modes_are_checked_and_survive_the_workload_file(tmp_path: Any) -> None:
     path = tmp_path / "workload.json"
     Workload(1, (1, 2), [test]).save(path)
     assert Workload.load(path).tests == [test]
+
+
+@pytest.mark.parametrize("mode", ["single", "overlap", "all_roots"])
+def test_an_aligned_start_is_one_time_rank_0_chose_and_each_rank_says_how_late_it_began(
+    mode: str,
+) -> None:
+    test = CollectiveTest(
+        "bcast", "innet", (2000,), iterations=2, warmup=1, mode=mode, aligned=True
+    )
+    reports = [entries[0] for entries in run_everywhere(test)]
+    for i in range(2):
+        # the agreed time is the stamp less the delay: the same at every rank
+        agreed = [r["stamps"][i][0] - r["start_delays"][i] for r in reports]
+        assert max(agreed) - min(agreed) < 1e-6
+        assert all(0 <= r["start_delays"][i] < 0.1 for r in reports)
+    # and it was set ahead: iterations are at least the lead apart
+    starts = [r["stamps"][1][0] - r["stamps"][0][0] for r in reports]
+    assert min(starts) >= workload_modes.ALIGN_LEAD_S
+    assert all(r["wrong"] == 0 for r in reports)
+
+
+def test_an_aligned_start_needs_the_barrier_before_it() -> None:
+    with pytest.raises(ValueError, match="aligned"):
+        CollectiveTest("bcast", sync=False, aligned=True)
+    plain = run_everywhere(CollectiveTest("bcast", "binomial", (10,), iterations=1, warmup=0))
+    assert all(entries[0]["start_delays"] == [] for entries in plain)

@@ -105,6 +105,10 @@ class Flag:
     # an ACK the switches merge up the multicast's tree (p4src/common/ackmerge.p4): seq is a
     # checkpoint cum, seg_idx its ordinal ceil(cum / ack_every)
     MERGE = 0x20
+    # a unicast ACK sent because a data segment arrived that was already here (RFC 2883's
+    # D-SACK); seg_idx names it. Its sender learns the retransmission was spurious: the
+    # original was slow, not lost (host_agents.transport.unicast)
+    DUPLICATE = 0x40
 
 
 class AggOp(enum.IntEnum):

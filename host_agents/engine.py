@@ -268,6 +268,8 @@ class Engine:
     def _route_mcast_ack(self, ack: wire.Header) -> None:
         """An ACK for a multicast this node roots or aggregates (its own progress included)."""
         key = McastKey.of(ack)
+        if ack.flags & Flag.DUPLICATE and ack.root_node == self.node:
+            self._roots.on_duplicate(key, ack.seg_idx)
         if self._roots.on_ack(key, ack.src_node, ack.seq):
             return
         if ack.root_node == self.node:

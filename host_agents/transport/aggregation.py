@@ -30,6 +30,10 @@ from host_agents.transport.messages import Incoming, Source, segment_count
 # complete copies kept for members still missing data; beyond this the oldest goes (its
 # members then get repairs from the root, as without a copy)
 HELD_COPIES = 64
+# CoRoots.patience: a D-SACK doubles it up to PATIENCE_MAX; it halves every half-life
+# without one (seconds: longer than a loaded emulator's bursts, short against a run)
+PATIENCE_MAX = 32.0
+PATIENCE_HALF_LIFE = 2.0
 
 
 class Aggregator:
@@ -72,6 +76,13 @@ class CoRoots:
         self.inbox = inbox
         # how long after this co-root's copy completes its members' final ACKs come (EWMA)
         self.member_lag = 0.0
+        # multiplies the waits before unasked repairs (probe, relay): doubles whenever a
+        # member answers one with a D-SACK (it had the segment: slow, not lost) and halves
+        # every PATIENCE_HALF_LIFE without one. On a loaded emulator members lag in bursts far
+        # beyond their usual measure, and every rank rooting a 1 B broadcast sent 15,386
+        # co-root repairs, nearly all duplicates
+        self._patience = 1.0
+        self._patience_at = 0.0  # when it last doubled
         self._aggregators: dict[McastKey, Aggregator] = {}
         # copies of messages the caller has taken while members still miss parts of them
         self._held: collections.OrderedDict[McastKey, Source] = collections.OrderedDict()
@@ -109,6 +120,8 @@ class CoRoots:
         """A member's ACK (this node's own progress included) for a multicast rooted
         elsewhere."""
         member, cum = ack.src_node, ack.seq
+        if ack.flags & Flag.DUPLICATE:
+            self._learn_from_duplicate(key, ack)
         done = self._aggregated.get(key)
         if done is not None:
             # every member had it all: a late retransmission asks again, answer at once, and
@@ -130,7 +143,10 @@ class CoRoots:
             agg.complete_at = now
             # probe only once members are late by their usual measure: on a busy host their
             # final ACKs lag, and repairs they did not need would only add to the load
-            delay = max(self.cfg.coroot_probe_delay, 4 * self.member_lag)
+            delay = min(
+                max(self.cfg.coroot_probe_delay, 4 * self.member_lag) * self.patience,
+                self.cfg.rto_max / 2,
+            )
             agg.probe = self.loop.call_later(delay, self._probe, key, ack.seg_count)
         elif cum >= ack.seg_count and not repeated and agg.complete_at is not None:
             self.member_lag += (max(0.0, now - agg.complete_at) - self.member_lag) / 8
@@ -150,6 +166,31 @@ class CoRoots:
             # last report (lost on the way). Say it again, or a lost tail segment would be
             # retransmitted from the wrong place forever.
             self._report_merged(key)
+
+    def _learn_from_duplicate(self, key: McastKey, ack: wire.Header) -> None:
+        """A member had the segment a repair brought it. Our own (a repair from the root that
+        this co-root had) goes up to the root, which learns its timeout was spurious; a
+        member's answers one of this co-root's unasked repairs (members get repairs only from
+        their co-root), which waits longer from now on."""
+        if ack.src_node == self.endpoint.node:
+            dsack = key.feedback(
+                Op.ACK,
+                self.endpoint.node,
+                key.root,
+                seq=0,
+                flags=Flag.DUPLICATE,
+                seg_idx=ack.seg_idx,
+            )
+            self.endpoint.send_frame(self.endpoint.directory.mac(key.root), dsack, NO_SACK)
+            self.endpoint.stats.acks_sent += 1
+        else:
+            self._patience = min(PATIENCE_MAX, self.patience * 2)
+            self._patience_at = self.loop.time()
+
+    @property
+    def patience(self) -> float:
+        idle = self.loop.time() - self._patience_at
+        return max(1.0, self._patience * 0.5 ** (idle / PATIENCE_HALF_LIFE))
 
     def _report_merged(self, key: McastKey) -> None:
         agg = self._aggregators.get(key)
@@ -260,7 +301,9 @@ class CoRoots:
         # members' ACKs, and relaying each of them to every such member multiplied the
         # repairs of a spurious timeout by the group's size
         now = self.loop.time()
-        interval = min(max(self.cfg.rto_min, 2 * self.member_lag), self.cfg.rto_max / 2)
+        interval = min(
+            max(self.cfg.rto_min, 2 * self.member_lag) * self.patience, self.cfg.rto_max / 2
+        )
         for member, cum in agg.cum.items():
             if cum > seg or member == self.endpoint.node:
                 continue

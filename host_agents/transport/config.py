@@ -99,6 +99,9 @@ class EngineStats:
     frames_received: int = 0
     data_sent: int = 0
     retransmissions: int = 0
+    # unicast retransmissions the receiver already had (its D-SACK said so): the original
+    # was slow, not lost
+    spurious_retransmissions: int = 0
     mcast_retransmissions: int = 0
     acks_sent: int = 0
     mcast_acks_at_root: int = 0  # multicast ACK frames reaching this node as a multicast root

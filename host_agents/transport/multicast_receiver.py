@@ -86,7 +86,7 @@ class MulticastReceiver:
             if merged:
                 self.switch_acks.repeat(hdr, completed, hdr.seg_count)
             elif not no_ack:
-                self._report(hdr, target, completed, final=True)
+                self._report(hdr, target, completed, final=True, duplicate=True)
             return
         admitted = self.inbox.admit(key, hdr, payload)
         if admitted is None:
@@ -108,7 +108,7 @@ class MulticastReceiver:
             if merged:
                 self.switch_acks.on_segment(msg, hdr, new=new)
             elif not no_ack:
-                self._report(hdr, target, msg.seg_count, final=True)
+                self._report(hdr, target, msg.seg_count, final=True, duplicate=not new)
             if msg.consumed:
                 self.inbox.retire(msg)
             return
@@ -147,16 +147,24 @@ class MulticastReceiver:
         if msg.contiguous > 0:  # nothing in order yet: nothing the root could use
             self._report(hdr, target, msg.contiguous, final=False)
 
-    def _report(self, hdr: wire.Header, target: int, cum: int, *, final: bool) -> None:
+    def _report(
+        self, hdr: wire.Header, target: int, cum: int, *, final: bool, duplicate: bool = False
+    ) -> None:
         """Our own progress goes to our ACK target, which may be ourselves as co-root.
-        ``final`` marks the report of a complete receiver answering a retransmission."""
+        ``final`` marks the report of a complete receiver answering a retransmission;
+        ``duplicate``, one answering a repair of a segment it had (a D-SACK: whoever sent the
+        repair learns it was not needed)."""
+        flags = Flag.LAST if final else Flag.NONE
+        if duplicate and hdr.flags & Flag.REPAIR:
+            flags |= Flag.DUPLICATE
         ack = McastKey.of(hdr).feedback(
             Op.ACK,
             self.endpoint.node,
             target,
             seq=cum,
             seg_count=hdr.seg_count,
-            flags=Flag.LAST if final else Flag.NONE,
+            flags=flags,
+            seg_idx=hdr.seg_idx if flags & Flag.DUPLICATE else 0,
         )
         if target == self.endpoint.node:
             self._ack_self(ack)

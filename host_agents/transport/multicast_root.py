@@ -26,6 +26,8 @@ from host_agents.transport.rtt import RttEstimate
 
 # askers of one segment within half an RTO that make the root repair it down the whole tree
 MULTICAST_REPAIR_ASKERS = 3
+# repairs remembered per node for D-SACKs (the oldest are forgotten first)
+RESENT_MEMORY = 1024
 
 
 class McastRoot:
@@ -56,7 +58,8 @@ class McastRoot:
         self.done: asyncio.Future[None] = loop.create_future()
         self.last_progress = loop.time()
         self.timer: asyncio.TimerHandle | None = None
-        self.sent_at: dict[int, float] = {}  # first transmission of each segment
+        self.sent_at: dict[int, float] = {}  # first transmission of each segment (Karn)
+        self.first_sent: dict[int, float] = {}  # the same, kept after a repair
         self.rtt = rtt  # to the slowest ACK source, shared by the multicasts of this tree
         # doubles on each timeout of this multicast only, not the tree's: with 71 receivers
         # under loss almost every multicast has some segment repaired, so a clean sample
@@ -83,6 +86,9 @@ class MulticastRoots:
         self._roots: dict[McastKey, McastRoot] = {}
         # round trips per (comm, root, tree): each multicast starts from what the last measured
         self._rtt: dict[tuple[int, int], RttEstimate] = {}
+        # repaired segments -> their first transmission, kept after the multicast completes:
+        # a D-SACK (the receiver had it) usually comes after the last ACK
+        self._resent: dict[tuple[McastKey, int], float] = {}
 
     def is_rooting(self, key: McastKey) -> bool:
         return key in self._roots
@@ -136,14 +142,35 @@ class MulticastRoots:
         if retransmit:
             root.last_repair[seg] = self.loop.time()
             self.endpoint.stats.mcast_retransmissions += 1
+            self._remember_resend(root, seg)
         else:
-            root.sent_at[seg] = self.loop.time()
+            root.sent_at[seg] = root.first_sent[seg] = self.loop.time()
 
     def _repair_one(self, root: McastRoot, seg: int, node: int) -> None:
         """Segment ``seg`` by unicast to ``node`` alone (a repair, not down the tree)."""
         send_mcast_segment(self.endpoint, root.key, root.source, seg, Flag.REPAIR, repair_to=node)
         root.sent_at.pop(seg, None)  # Karn: no round-trip sample from it
         self.endpoint.stats.retransmissions += 1
+        self._remember_resend(root, seg)
+
+    def _remember_resend(self, root: McastRoot, seg: int) -> None:
+        first = root.first_sent.get(seg)
+        if first is not None:
+            self._resent.setdefault((root.key, seg), first)
+            if len(self._resent) > RESENT_MEMORY:
+                del self._resent[next(iter(self._resent))]
+
+    def on_duplicate(self, key: McastKey, seg: int) -> None:
+        """A receiver (or a co-root for itself) had segment ``seg`` when our repair of it
+        came: the timeout or NACK behind the repair was spurious, the path slow. The time
+        since the segment's first transmission is a round-trip sample for the tree (Eifel's
+        response, RFC 4015), so later multicasts wait that long before repairing."""
+        first = self._resent.pop((key, seg), None)
+        rtt = self._rtt.get((key.comm, key.tree))
+        if first is None or rtt is None:
+            return
+        rtt.sample(min(self.loop.time() - first, self.cfg.rto_max), self.cfg)
+        self.endpoint.stats.spurious_retransmissions += 1
 
     def _on_timeout(self, root: McastRoot) -> None:
         root.timer = None

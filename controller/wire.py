@@ -105,10 +105,15 @@ class Flag:
     # an ACK the switches merge up the multicast's tree (p4src/common/ackmerge.p4): seq is a
     # checkpoint cum, seg_idx its ordinal ceil(cum / ack_every)
     MERGE = 0x20
-    # a unicast ACK sent because a data segment arrived that was already here (RFC 2883's
-    # D-SACK); seg_idx names it. Its sender learns the retransmission was spurious: the
-    # original was slow, not lost (host_agents.transport.unicast)
+    # an ACK sent because a data segment arrived that was already here (RFC 2883's D-SACK);
+    # seg_idx names it, msg_len says how long (us) the receiver had held it. Whoever resent
+    # it learns how long the original's round trip really was (host_agents.transport)
     DUPLICATE = 0x40
+
+
+def held_us(seconds: float) -> int:
+    """A D-SACK's held time for its msg_len field (microseconds, saturating)."""
+    return min(int(seconds * 1e6), (1 << 32) - 1)
 
 
 class AggOp(enum.IntEnum):

@@ -141,12 +141,7 @@ class CoRoots:
         now = self.loop.time()
         if member == self.endpoint.node and cum >= ack.seg_count and agg.probe is None:
             agg.complete_at = now
-            # probe only once members are late by their usual measure: on a busy host their
-            # final ACKs lag, and repairs they did not need would only add to the load
-            delay = min(
-                max(self.cfg.coroot_probe_delay, 4 * self.member_lag) * self.patience,
-                self.cfg.rto_max / 2,
-            )
+            delay = self._probe_delay()
             agg.probe = self.loop.call_later(delay, self._probe, key, ack.seg_count)
         elif cum >= ack.seg_count and not repeated and agg.complete_at is not None:
             self.member_lag += (max(0.0, now - agg.complete_at) - self.member_lag) / 8
@@ -168,10 +163,11 @@ class CoRoots:
             self._report_merged(key)
 
     def _learn_from_duplicate(self, key: McastKey, ack: wire.Header) -> None:
-        """A member had the segment a repair brought it. Our own (a repair from the root that
-        this co-root had) goes up to the root, which learns its timeout was spurious; a
-        member's answers one of this co-root's unasked repairs (members get repairs only from
-        their co-root), which waits longer from now on."""
+        """A member had the segment a repair brought it (for ``msg_len`` us). Our own (a
+        repair from the root that this co-root had) goes up to the root, which learns its
+        timeout was spurious; a member's answers one of this co-root's repairs (members get
+        repairs only from their co-root), which waits longer from now on if the member got
+        the segment while it waited."""
         if ack.src_node == self.endpoint.node:
             dsack = key.feedback(
                 Op.ACK,
@@ -180,12 +176,22 @@ class CoRoots:
                 seq=0,
                 flags=Flag.DUPLICATE,
                 seg_idx=ack.seg_idx,
+                msg_len=ack.msg_len,
             )
             self.endpoint.send_frame(self.endpoint.directory.mac(key.root), dsack, NO_SACK)
             self.endpoint.stats.acks_sent += 1
-        else:
+        elif ack.msg_len / 1e6 < self._probe_delay():
+            # it got the segment while we waited: slow, and a longer wait would have spared
+            # the repair (one held longer lost its ACK instead, and the repair was needed)
             self._patience = min(PATIENCE_MAX, self.patience * 2)
             self._patience_at = self.loop.time()
+
+    def _probe_delay(self) -> float:
+        """How long after this co-root's copy completes it repairs members still silent:
+        once they are late by their usual measure (on a busy host final ACKs lag, and
+        repairs nobody needed only add to the load), times the patience D-SACKs taught."""
+        usual = max(self.cfg.coroot_probe_delay, 4 * self.member_lag)
+        return min(usual * self.patience, self.cfg.rto_max / 2)
 
     @property
     def patience(self) -> float:

@@ -29,6 +29,7 @@ class Inbox:
         self.accepts_early = accepts_early
         self.messages: dict[MessageKey, Incoming] = {}
         self.completed: collections.OrderedDict[MessageKey, int] = collections.OrderedDict()
+        self._completed_at: dict[MessageKey, float] = {}  # when its last segment arrived
         self.early = EarlyBudget(self.cfg)
         self._sweep: asyncio.TimerHandle | None = None
 
@@ -124,13 +125,24 @@ class Inbox:
         if self.messages.get(msg.key) is msg:
             del self.messages[msg.key]
         self.completed[msg.key] = msg.seg_count
+        self._completed_at[msg.key] = msg.last_arrival
         while len(self.completed) > self.cfg.completed_memory:
-            self.completed.popitem(last=False)
+            oldest, _ = self.completed.popitem(last=False)
+            self._completed_at.pop(oldest, None)
+
+    def held_for(self, key: MessageKey) -> float:
+        """How long this node has had the segments of ``key`` it has (since the last one
+        arrived; at most that long for any one of them). A D-SACK carries it, so the sender
+        can tell a slow original (just arrived) from a lost ACK (arrived long ago)."""
+        msg = self.messages.get(key)
+        at = msg.last_arrival if msg is not None else self._completed_at.get(key)
+        return 0.0 if at is None else max(0.0, self.endpoint.loop.time() - at)
 
     def purge(self, comm: int) -> None:
         """Forget everything received or being received on ``comm``."""
         for key in [k for k in self.completed if k.comm == comm]:
             del self.completed[key]
+            self._completed_at.pop(key, None)
         for key in [k for k in self.messages if k.comm == comm]:
             msg = self.messages.pop(key)
             msg.cancel_timers()

@@ -155,8 +155,10 @@ class MulticastReceiver:
         ``duplicate``, one answering a repair of a segment it had (a D-SACK: whoever sent the
         repair learns it was not needed)."""
         flags = Flag.LAST if final else Flag.NONE
+        held = 0
         if duplicate and hdr.flags & Flag.REPAIR:
             flags |= Flag.DUPLICATE
+            held = wire.held_us(self.inbox.held_for(McastKey.of(hdr)))
         ack = McastKey.of(hdr).feedback(
             Op.ACK,
             self.endpoint.node,
@@ -165,6 +167,7 @@ class MulticastReceiver:
             seg_count=hdr.seg_count,
             flags=flags,
             seg_idx=hdr.seg_idx if flags & Flag.DUPLICATE else 0,
+            msg_len=held,
         )
         if target == self.endpoint.node:
             self._ack_self(ack)

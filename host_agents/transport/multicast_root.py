@@ -160,17 +160,20 @@ class MulticastRoots:
             if len(self._resent) > RESENT_MEMORY:
                 del self._resent[next(iter(self._resent))]
 
-    def on_duplicate(self, key: McastKey, seg: int) -> None:
-        """A receiver (or a co-root for itself) had segment ``seg`` when our repair of it
-        came: the timeout or NACK behind the repair was spurious, the path slow. The time
-        since the segment's first transmission is a round-trip sample for the tree (Eifel's
-        response, RFC 4015), so later multicasts wait that long before repairing."""
+    def on_duplicate(self, key: McastKey, seg: int, held: float) -> None:
+        """A receiver (or a co-root for itself) had segment ``seg`` for ``held`` seconds when
+        our repair of it came. The time since the segment's first transmission less that is
+        the original's round trip (as for unicast D-SACKs): a sample for the tree, so a
+        loaded path makes later multicasts wait longer before repairing, and a lost ACK
+        (held long) does not."""
         first = self._resent.pop((key, seg), None)
         rtt = self._rtt.get((key.comm, key.tree))
         if first is None or rtt is None:
             return
-        rtt.sample(min(self.loop.time() - first, self.cfg.rto_max), self.cfg)
         self.endpoint.stats.spurious_retransmissions += 1
+        sample = self.loop.time() - first - held
+        if sample > 0:
+            rtt.sample(min(sample, self.cfg.rto_max), self.cfg)
 
     def _on_timeout(self, root: McastRoot) -> None:
         root.timer = None

@@ -265,19 +265,22 @@ class Unicast:
         self._pump_peer(msg.dst)
 
     def _spurious(self, peer: PeerState, hdr: wire.Header) -> None:
-        """The receiver had segment ``hdr.seg_idx`` when our retransmission of it came:
-        the original was slow, not lost (a loaded host). Its first transmission took at least
-        until now to be answered, so that time is a round-trip sample (Eifel's response,
-        RFC 4015): the RTO grows to what the path really takes and decays with later clean
-        samples. Without it a loaded emulator resent half its unicast frames for nothing
-        (every rank rooting a 1 B binomial broadcast: 16,829 retransmissions for 32,378 data
-        frames, 14,732 of them duplicates). A lost ACK makes one such sample too, so under
-        random loss the RTO rises only briefly."""
+        """The receiver had segment ``hdr.seg_idx`` when our retransmission of it came, for
+        ``hdr.msg_len`` us. The original's round trip is the time since its first
+        transmission less that (Eifel's response, RFC 4015, with the receiver's hold time in
+        place of a timestamp echo): large when the original was slow (a loaded host: it
+        arrived just before the resend), small when only its ACK was lost (it arrived long
+        before), so under random loss the RTO does not grow from it. Without it a loaded
+        emulator resent half its unicast frames for nothing (every rank rooting a 1 B
+        binomial broadcast: 16,829 retransmissions for 32,378 data frames, 14,732 of them
+        duplicates): Karn's rule keeps a resent segment from ever correcting the RTO."""
         first = peer.resent.pop((hdr.comm_id, hdr.epoch, hdr.tag, hdr.seg_idx), None)
         if first is None:
             return  # not one we resent, or already learnt from
-        peer.rtt.sample(min(self.loop.time() - first, self.cfg.rto_max), self.cfg)
         self.endpoint.stats.spurious_retransmissions += 1
+        rtt = self.loop.time() - first - hdr.msg_len / 1e6
+        if rtt > 0:
+            peer.rtt.sample(min(rtt, self.cfg.rto_max), self.cfg)
 
     # -- receiving --------------------------------------------------------------------------
 
@@ -322,7 +325,12 @@ class Unicast:
     def _send_ack(
         self, dst: int, hdr: wire.Header, cum: int, sack: int, *, duplicate: bool = False
     ) -> None:
-        """``duplicate``: ``hdr`` was a segment already here (a D-SACK; seg_idx names it)."""
+        """``duplicate``: ``hdr`` was a segment already here (a D-SACK: seg_idx names it,
+        msg_len says how long it had been here)."""
+        held = 0
+        if duplicate:
+            key = UnicastKey(hdr.src_node, hdr.comm_id, hdr.epoch, hdr.tag)
+            held = wire.held_us(self.inbox.held_for(key))
         ack = wire.Header(
             op=Op.ACK,
             comm_id=hdr.comm_id,
@@ -333,6 +341,7 @@ class Unicast:
             dst_node=dst,
             seq=cum,
             seg_idx=hdr.seg_idx if duplicate else 0,
+            msg_len=held,
         )
         self.endpoint.send_frame(self.endpoint.directory.mac(dst), ack, pack_sack(sack))
         self.endpoint.stats.acks_sent += 1

@@ -25,6 +25,7 @@ from host_agents.directory import Directory
 from host_agents.engine import EngineConfig
 from host_agents.plans import PlanBook
 from host_agents.transport import aggregation
+from host_agents.transport.keys import McastKey
 from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
@@ -389,11 +390,10 @@ def coroots_of(cluster: Cluster, node: int):  # type: ignore[no-untyped-def]
     return next(c.engine for c in cluster.comms if c.engine.node == node)._coroots
 
 
-def test_a_member_that_had_the_probed_segment_makes_its_coroot_wait_longer() -> None:
-    """The member answers the co-root's unasked repair with a D-SACK (it had the segment):
-    the co-root's waits before unasked repairs double. On a loaded emulator members lag in
-    bursts far past their usual measure: every rank rooting a 1 B broadcast sent 15,386
-    co-root repairs, nearly all duplicates, with no loss at all."""
+def test_a_member_whose_acks_were_lost_tells_its_coroot_the_probe_was_needed() -> None:
+    """The member answers the co-root's unasked repair with a D-SACK (it had the segment)
+    saying it had it since before the probe's wait began: its ACKs were lost, the repair was
+    what made it report, and the co-root does not learn to wait longer."""
     member, coroot = remote_member()
     probed = False
     dsacks: list[wire.Header] = []
@@ -409,11 +409,29 @@ def test_a_member_that_had_the_probed_segment_makes_its_coroot_wait_longer() -> 
 
     _, cluster = broadcast(drop_if)
     assert probed
-    assert dsacks and dsacks[0].op == wire.Op.ACK and dsacks[0].dst_node == coroot
+    (dsack,) = dsacks
+    assert dsack.op == wire.Op.ACK and dsack.dst_node == coroot
+    assert dsack.msg_len >= CONFIG.coroot_probe_delay * 1e6  # held since before the wait
+    assert all(coroots_of(cluster, n).patience == 1.0 for n in MEMBERS)
+
+
+def test_a_member_that_got_the_segment_while_its_coroot_waited_makes_it_wait_longer() -> None:
+    """A D-SACK held for less than the co-root's wait: the member was slow, not silent, and
+    the repair was not needed. On a loaded emulator members lag in bursts far past their
+    usual measure: every rank rooting a 1 B broadcast sent 15,386 co-root repairs, nearly
+    all duplicates, with no loss at all. The co-root doubles its waits, and halves them
+    again after a half-life without such answers."""
+    member, coroot = remote_member()
+    _, cluster = broadcast(lambda link, frame: False)
     patient = coroots_of(cluster, coroot)
+    key = McastKey(ROOT, 1, 1, wire.Tree.INNET)
+    slow = key.feedback(
+        wire.Op.ACK, member, coroot, seq=SEGMENTS, flags=wire.Flag.DUPLICATE, msg_len=1000
+    )
+    patient._learn_from_duplicate(key, slow)
     assert patient.patience == pytest.approx(2.0, rel=0.05)
-    assert all(coroots_of(cluster, n).patience == 1.0 for n in MEMBERS if n != coroot)
-    patient._patience_at -= aggregation.PATIENCE_HALF_LIFE  # a half-life without D-SACKs
+    assert patient._probe_delay() == pytest.approx(2 * CONFIG.coroot_probe_delay, rel=0.05)
+    patient._patience_at -= aggregation.PATIENCE_HALF_LIFE
     assert patient.patience == pytest.approx(1.0, rel=0.05)
 
 

@@ -106,14 +106,19 @@ class Flag:
     # checkpoint cum, seg_idx its ordinal ceil(cum / ack_every)
     MERGE = 0x20
     # an ACK sent because a data segment arrived that was already here (RFC 2883's D-SACK);
-    # seg_idx names it, msg_len says how long (us) the receiver had held it. Whoever resent
-    # it learns how long the original's round trip really was (host_agents.transport)
+    # seg_idx names it, msg_len says how long (us) the receiver had held it (HELD_UNKNOWN:
+    # it cannot tell). Whoever resent it learns how long the original's round trip really
+    # was (host_agents.transport)
     DUPLICATE = 0x40
 
 
-def held_us(seconds: float) -> int:
-    """A D-SACK's held time for its msg_len field (microseconds, saturating)."""
-    return min(int(seconds * 1e6), (1 << 32) - 1)
+HELD_UNKNOWN = (1 << 32) - 1  # a D-SACK whose receiver no longer knows when it got the segment
+
+
+def held_us(seconds: float | None) -> int:
+    """A D-SACK's hold time for its msg_len field (microseconds, saturating below
+    HELD_UNKNOWN, which None gives)."""
+    return HELD_UNKNOWN if seconds is None else min(int(seconds * 1e6), HELD_UNKNOWN - 1)
 
 
 class AggOp(enum.IntEnum):

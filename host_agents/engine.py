@@ -269,7 +269,8 @@ class Engine:
         """An ACK for a multicast this node roots or aggregates (its own progress included)."""
         key = McastKey.of(ack)
         if ack.flags & Flag.DUPLICATE and ack.root_node == self.node:
-            self._roots.on_duplicate(key, ack.seg_idx, ack.msg_len / 1e6)
+            held = None if ack.msg_len == wire.HELD_UNKNOWN else ack.msg_len / 1e6
+            self._roots.on_duplicate(key, ack.seg_idx, held)
         if self._roots.on_ack(key, ack.src_node, ack.seq):
             return
         if ack.root_node == self.node:

@@ -19,6 +19,10 @@ from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.keys import MessageKey
 from host_agents.transport.messages import Incoming, segment_count
 
+# completed messages up to this many segments keep their arrival times for D-SACKs (larger
+# ones answer duplicates without a hold time)
+HELD_SEGMENTS = 64
+
 EarlyFilter = Callable[[int, int], bool]  # (comm, epoch) -> may early data start there
 
 
@@ -29,7 +33,8 @@ class Inbox:
         self.accepts_early = accepts_early
         self.messages: dict[MessageKey, Incoming] = {}
         self.completed: collections.OrderedDict[MessageKey, int] = collections.OrderedDict()
-        self._completed_at: dict[MessageKey, float] = {}  # when its last segment arrived
+        # completed messages of at most HELD_SEGMENTS segments: when each segment arrived
+        self._arrived_at: dict[MessageKey, dict[int, float]] = {}
         self.early = EarlyBudget(self.cfg)
         self._sweep: asyncio.TimerHandle | None = None
 
@@ -125,24 +130,28 @@ class Inbox:
         if self.messages.get(msg.key) is msg:
             del self.messages[msg.key]
         self.completed[msg.key] = msg.seg_count
-        self._completed_at[msg.key] = msg.last_arrival
+        if msg.seg_count <= HELD_SEGMENTS:
+            self._arrived_at[msg.key] = msg.arrived_at
         while len(self.completed) > self.cfg.completed_memory:
             oldest, _ = self.completed.popitem(last=False)
-            self._completed_at.pop(oldest, None)
+            self._arrived_at.pop(oldest, None)
 
-    def held_for(self, key: MessageKey) -> float:
-        """How long this node has had the segments of ``key`` it has (since the last one
-        arrived; at most that long for any one of them). A D-SACK carries it, so the sender
-        can tell a slow original (just arrived) from a lost ACK (arrived long ago)."""
+    def held_for(self, key: MessageKey, seg: int) -> float | None:
+        """How long this node has had segment ``seg`` of ``key``; None when it no longer
+        knows. A D-SACK carries it, so the sender can tell a slow original (just arrived)
+        from a lost ACK (arrived long ago). A segment's own time, not its message's: the
+        duplicate of a segment that came long ago often follows the segment that just
+        completed the message."""
         msg = self.messages.get(key)
-        at = msg.last_arrival if msg is not None else self._completed_at.get(key)
-        return 0.0 if at is None else max(0.0, self.endpoint.loop.time() - at)
+        times = msg.arrived_at if msg is not None else self._arrived_at.get(key)
+        at = None if times is None else times.get(seg)
+        return None if at is None else max(0.0, self.endpoint.loop.time() - at)
 
     def purge(self, comm: int) -> None:
         """Forget everything received or being received on ``comm``."""
         for key in [k for k in self.completed if k.comm == comm]:
             del self.completed[key]
-            self._completed_at.pop(key, None)
+            self._arrived_at.pop(key, None)
         for key in [k for k in self.messages if k.comm == comm]:
             msg = self.messages.pop(key)
             msg.cancel_timers()

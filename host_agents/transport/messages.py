@@ -80,6 +80,9 @@ class Incoming(Source):
         self.parked_bytes = 0
         self.loop = loop
         self.last_arrival = loop.time()
+        # when each segment first arrived, for the hold time a D-SACK reports (only what
+        # arrived takes memory, as for parked data)
+        self.arrived_at: dict[int, float] = {}
         self.key = key
         self.seg_count = seg_count
         self.received = bytearray(seg_count)
@@ -106,7 +109,7 @@ class Incoming(Source):
             return False
         self.received[seg] = 1
         self.n_received += 1
-        self.last_arrival = self.loop.time()
+        self.last_arrival = self.arrived_at[seg] = self.loop.time()
         if self.parked is not None:
             self.parked[seg] = bytes(payload)
             self.parked_bytes += len(payload)

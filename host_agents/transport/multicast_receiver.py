@@ -158,7 +158,7 @@ class MulticastReceiver:
         held = 0
         if duplicate and hdr.flags & Flag.REPAIR:
             flags |= Flag.DUPLICATE
-            held = wire.held_us(self.inbox.held_for(McastKey.of(hdr)))
+            held = wire.held_us(self.inbox.held_for(McastKey.of(hdr), hdr.seg_idx))
         ack = McastKey.of(hdr).feedback(
             Op.ACK,
             self.endpoint.node,

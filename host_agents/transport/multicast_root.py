@@ -59,7 +59,7 @@ class McastRoot:
         self.last_progress = loop.time()
         self.timer: asyncio.TimerHandle | None = None
         self.sent_at: dict[int, float] = {}  # first transmission of each segment (Karn)
-        self.first_sent: dict[int, float] = {}  # the same, kept after a repair
+        self.last_sent: dict[int, float] = {}  # latest transmission of each, repairs included
         self.rtt = rtt  # to the slowest ACK source, shared by the multicasts of this tree
         # doubles on each timeout of this multicast only, not the tree's: with 71 receivers
         # under loss almost every multicast has some segment repaired, so a clean sample
@@ -86,8 +86,8 @@ class MulticastRoots:
         self._roots: dict[McastKey, McastRoot] = {}
         # round trips per (comm, root, tree): each multicast starts from what the last measured
         self._rtt: dict[tuple[int, int], RttEstimate] = {}
-        # repaired segments -> their first transmission, kept after the multicast completes:
-        # a D-SACK (the receiver had it) usually comes after the last ACK
+        # repaired segments -> the transmission before the last, kept after the multicast
+        # completes: a D-SACK (the receiver had it) usually comes after the last ACK
         self._resent: dict[tuple[McastKey, int], float] = {}
 
     def is_rooting(self, key: McastKey) -> bool:
@@ -140,11 +140,11 @@ class MulticastRoots:
             self.endpoint, root.key, root.source, seg, Flag.RETRANSMIT if retransmit else Flag.NONE
         )
         if retransmit:
-            root.last_repair[seg] = self.loop.time()
-            self.endpoint.stats.mcast_retransmissions += 1
             self._remember_resend(root, seg)
+            root.last_repair[seg] = root.last_sent[seg] = self.loop.time()
+            self.endpoint.stats.mcast_retransmissions += 1
         else:
-            root.sent_at[seg] = root.first_sent[seg] = self.loop.time()
+            root.sent_at[seg] = root.last_sent[seg] = self.loop.time()
 
     def _repair_one(self, root: McastRoot, seg: int, node: int) -> None:
         """Segment ``seg`` by unicast to ``node`` alone (a repair, not down the tree)."""
@@ -152,26 +152,31 @@ class MulticastRoots:
         root.sent_at.pop(seg, None)  # Karn: no round-trip sample from it
         self.endpoint.stats.retransmissions += 1
         self._remember_resend(root, seg)
+        root.last_sent[seg] = self.loop.time()
 
     def _remember_resend(self, root: McastRoot, seg: int) -> None:
-        first = root.first_sent.get(seg)
-        if first is not None:
-            self._resent.setdefault((root.key, seg), first)
+        """Before a resend of ``seg``: the transmission before it, the copy a D-SACK of the
+        resend says arrived (an earlier one only makes the sample shorter)."""
+        before = root.last_sent.get(seg)
+        if before is not None:
+            self._resent[(root.key, seg)] = before
             if len(self._resent) > RESENT_MEMORY:
                 del self._resent[next(iter(self._resent))]
 
-    def on_duplicate(self, key: McastKey, seg: int, held: float) -> None:
+    def on_duplicate(self, key: McastKey, seg: int, held: float | None) -> None:
         """A receiver (or a co-root for itself) had segment ``seg`` for ``held`` seconds when
-        our repair of it came. The time since the segment's first transmission less that is
-        the original's round trip (as for unicast D-SACKs): a sample for the tree, so a
-        loaded path makes later multicasts wait longer before repairing, and a lost ACK
-        (held long) does not."""
-        first = self._resent.pop((key, seg), None)
+        our repair of it came. The time since the transmission before that repair, less the
+        hold time, is that copy's round trip (as for unicast D-SACKs): a sample for the
+        tree, so a loaded path makes later multicasts wait longer before repairing, and a
+        lost ACK (held long) does not."""
+        before = self._resent.pop((key, seg), None)
         rtt = self._rtt.get((key.comm, key.tree))
-        if first is None or rtt is None:
+        if before is None or rtt is None:
             return
         self.endpoint.stats.spurious_retransmissions += 1
-        sample = self.loop.time() - first - held
+        if held is None:
+            return
+        sample = self.loop.time() - before - held
         if sample > 0:
             rtt.sample(min(sample, self.cfg.rto_max), self.cfg)
 

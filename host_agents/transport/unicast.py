@@ -34,7 +34,8 @@ class PeerState:
     # the newest ACK heard from this peer for any message (time, epoch, tag): a timeout's
     # error says whether the peer was silent or answering other messages
     last_ack: tuple[float, int, int] | None = None
-    # segments resent to this peer, (comm, epoch, tag, segment) -> first transmission, kept
+    # segments resent to this peer, (comm, epoch, tag, segment) -> the transmission before
+    # the last, kept
     # after their message completes: the D-SACK of a resend usually follows the original's ACK
     resent: dict[tuple[int, int, int, int], float] = field(default_factory=dict)
 
@@ -171,8 +172,10 @@ class Unicast:
         endpoint = self.endpoint
         endpoint.send_frame(endpoint.directory.mac(msg.dst), hdr, msg.source.view[start:end])
         if retransmit and seg in msg.sent_at:
+            # the transmission before this one: the copy a D-SACK of this one says arrived
+            # (if an earlier one did, the sample comes out shorter or negative: never longer)
             resent = self._peer(msg.dst).resent
-            resent.setdefault((msg.key.comm, msg.key.epoch, msg.key.tag, seg), msg.sent_at[seg])
+            resent[(msg.key.comm, msg.key.epoch, msg.key.tag, seg)] = msg.sent_at[seg]
             if len(resent) > RESENT_MEMORY:
                 del resent[next(iter(resent))]
         msg.sent_at[seg] = self.loop.time()
@@ -266,20 +269,20 @@ class Unicast:
 
     def _spurious(self, peer: PeerState, hdr: wire.Header) -> None:
         """The receiver had segment ``hdr.seg_idx`` when our retransmission of it came, for
-        ``hdr.msg_len`` us. The original's round trip is the time since its first
-        transmission less that (Eifel's response, RFC 4015, with the receiver's hold time in
-        place of a timestamp echo): large when the original was slow (a loaded host: it
-        arrived just before the resend), small when only its ACK was lost (it arrived long
-        before), so under random loss the RTO does not grow from it. Without it a loaded
-        emulator resent half its unicast frames for nothing (every rank rooting a 1 B
-        binomial broadcast: 16,829 retransmissions for 32,378 data frames, 14,732 of them
-        duplicates): Karn's rule keeps a resent segment from ever correcting the RTO."""
-        first = peer.resent.pop((hdr.comm_id, hdr.epoch, hdr.tag, hdr.seg_idx), None)
-        if first is None:
+        ``hdr.msg_len`` us. The earlier copy's round trip is the time since the transmission
+        before that retransmission less the hold time (Eifel's response, RFC 4015, with the
+        hold time in place of a timestamp echo): large when that copy was slow (a loaded
+        host: it arrived just before the resend), small when only its ACK was lost (it
+        arrived long before), so under random loss the RTO does not grow from it. Without
+        it a loaded emulator resent half its unicast frames for nothing (every rank rooting
+        a 1 B binomial broadcast: 16,829 retransmissions for 32,378 data frames, 14,732 of
+        them duplicates): Karn's rule keeps a resent segment from ever correcting the RTO."""
+        before = peer.resent.pop((hdr.comm_id, hdr.epoch, hdr.tag, hdr.seg_idx), None)
+        if before is None:
             return  # not one we resent, or already learnt from
         self.endpoint.stats.spurious_retransmissions += 1
-        rtt = self.loop.time() - first - hdr.msg_len / 1e6
-        if rtt > 0:
+        rtt = self.loop.time() - before - hdr.msg_len / 1e6
+        if hdr.msg_len != wire.HELD_UNKNOWN and rtt > 0:
             peer.rtt.sample(min(rtt, self.cfg.rto_max), self.cfg)
 
     # -- receiving --------------------------------------------------------------------------
@@ -330,7 +333,7 @@ class Unicast:
         held = 0
         if duplicate:
             key = UnicastKey(hdr.src_node, hdr.comm_id, hdr.epoch, hdr.tag)
-            held = wire.held_us(self.inbox.held_for(key))
+            held = wire.held_us(self.inbox.held_for(key, hdr.seg_idx))
         ack = wire.Header(
             op=Op.ACK,
             comm_id=hdr.comm_id,

@@ -511,3 +511,37 @@ def test_a_lost_ack_does_not_make_the_sender_wait_longer() -> None:
     engine, rto = send_one_after_another(delay=0.005, lose_first_ack=True)
     assert engine.stats.spurious_retransmissions >= 8  # every message, each a D-SACK
     assert rto == pytest.approx(0.05)  # rto_min: the samples are the 10 ms round trips
+
+
+def test_a_duplicate_reports_how_long_its_own_segment_was_here() -> None:
+    """The duplicate of a segment that came long ago often follows the segment that just
+    completed its message: the D-SACK's hold time is the duplicated segment's own, or the
+    sender would take the whole wait since it first sent it for a round trip."""
+
+    def segment(seg: int) -> bytes:
+        hdr = wire.Header(
+            op=wire.Op.UNICAST,
+            comm_id=COMM,
+            epoch=EPOCH,
+            tag=5,
+            src_node=ROOTS[0],
+            dst_node=ME,
+            seg_idx=seg,
+            seg_count=2,
+            msg_len=2 * SEGMENT,
+        )
+        return wire.build_frame(hdr, bytes(SEGMENT), dst_mac=bytes([2, 0, 0, 0, 0, ME]))
+
+    async def main() -> None:
+        engine, port = recording_engine(EngineConfig(segment_size=SEGMENT))
+        engine.register_comm(COMM, (ME, *ROOTS))
+        engine.note_epoch(COMM, EPOCH)
+        engine._on_frame(segment(0))
+        await asyncio.sleep(0.2)
+        engine._on_frame(segment(1))  # completes the message
+        engine._on_frame(segment(0))  # the resend of the first, here for 0.2 s
+        dsack = port.sent[-1]
+        assert dsack.flags & wire.Flag.DUPLICATE and dsack.seg_idx == 0
+        assert 0.2e6 <= dsack.msg_len < 0.5e6
+
+    asyncio.run(main())

@@ -180,7 +180,11 @@ class CoRoots:
             )
             self.endpoint.send_frame(self.endpoint.directory.mac(key.root), dsack, NO_SACK)
             self.endpoint.stats.acks_sent += 1
-        elif ack.msg_len != wire.HELD_UNKNOWN and ack.msg_len / 1e6 < self._probe_delay():
+        elif (
+            self.cfg.dsack_learning
+            and ack.msg_len != wire.HELD_UNKNOWN
+            and ack.msg_len / 1e6 < self._probe_delay()
+        ):
             # it got the segment while we waited: slow, and a longer wait would have spared
             # the repair (one held longer lost its ACK instead, and the repair was needed)
             self._patience = min(PATIENCE_MAX, self.patience * 2)

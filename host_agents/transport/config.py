@@ -55,6 +55,13 @@ class EngineConfig:
     # after the co-root's own copy completed (that member may have lost every segment)
     coroot_probe_delay: float = 0.03
     peer_timeout: float = 15.0
+    # senders learn round trips from D-SACKs (a resend the receiver already had: the path was
+    # slow, not lossy; docs/protocol.md). Off by default: with it, every rank rooting a 16 KiB
+    # binomial broadcast (make reproduce, --only ragasa:binomial/16384) failed twice in two
+    # runs, a message between two ranks going unanswered for 15 s, which is not understood
+    # yet; without it that cell has always completed. Duplicates are flagged and counted
+    # either way (make bench ... --engine dsack_learning=true to compare)
+    dsack_learning: bool = False
     barrier_rto: float = 0.1
     # a rank that entered a barrier early retransmits at least this often, so a RELEASE lost
     # on its way to it costs it no more than this. 0.2 s made allgather under loss quicker,

@@ -174,7 +174,7 @@ class MulticastRoots:
         if before is None or rtt is None:
             return
         self.endpoint.stats.spurious_retransmissions += 1
-        if held is None:
+        if held is None or not self.cfg.dsack_learning:
             return
         sample = self.loop.time() - before - held
         if sample > 0:

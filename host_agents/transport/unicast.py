@@ -282,7 +282,7 @@ class Unicast:
             return  # not one we resent, or already learnt from
         self.endpoint.stats.spurious_retransmissions += 1
         rtt = self.loop.time() - before - hdr.msg_len / 1e6
-        if hdr.msg_len != wire.HELD_UNKNOWN and rtt > 0:
+        if self.cfg.dsack_learning and hdr.msg_len != wire.HELD_UNKNOWN and rtt > 0:
             peer.rtt.sample(min(rtt, self.cfg.rto_max), self.cfg)
 
     # -- receiving --------------------------------------------------------------------------

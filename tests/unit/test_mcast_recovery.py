@@ -422,7 +422,8 @@ def test_a_member_that_got_the_segment_while_its_coroot_waited_makes_it_wait_lon
     all duplicates, with no loss at all. The co-root doubles its waits, and halves them
     again after a half-life without such answers."""
     member, coroot = remote_member()
-    _, cluster = broadcast(lambda link, frame: False)
+    learning = dataclasses.replace(CONFIG, dsack_learning=True)
+    _, cluster = broadcast(lambda link, frame: False, config=learning)
     patient = coroots_of(cluster, coroot)
     key = McastKey(ROOT, 1, 1, wire.Tree.INNET)
     slow = key.feedback(
@@ -450,7 +451,7 @@ def test_a_coroot_that_had_the_roots_repair_tells_the_root_its_timeout_was_spuri
         leaving = link == (-1, coroot) and hdr.op == wire.Op.ACK and hdr.dst_node == ROOT
         return leaving and not repaired and not hdr.flags & wire.Flag.DUPLICATE
 
-    fast = dataclasses.replace(CONFIG, rto_initial=0.05, rto_min=0.05)
+    fast = dataclasses.replace(CONFIG, rto_initial=0.05, rto_min=0.05, dsack_learning=True)
     _, cluster = broadcast(drop_if, config=fast)
     assert repaired
     root = cluster.comms[0].engine

@@ -465,10 +465,16 @@ def peer_on_a_slow_path(
 
 
 def send_one_after_another(
-    *, delay: float, lose_first: bool = False, lose_first_ack: bool = False
+    *, delay: float, lose_first: bool = False, lose_first_ack: bool = False, learning: bool = True
 ) -> tuple[Engine, float]:
     async def main() -> tuple[Engine, float]:
-        config = EngineConfig(segment_size=SEGMENT, rto_initial=0.05, rto_min=0.05, rto_max=2.0)
+        config = EngineConfig(
+            segment_size=SEGMENT,
+            rto_initial=0.05,
+            rto_min=0.05,
+            rto_max=2.0,
+            dsack_learning=learning,
+        )
         engine, port = recording_engine(config)
         engine.register_comm(COMM, (ME, *ROOTS))
         peer_on_a_slow_path(
@@ -494,6 +500,10 @@ def test_a_resend_the_receiver_already_had_teaches_the_sender_the_paths_delay() 
     assert engine.stats.spurious_retransmissions >= 1
     assert engine.stats.retransmissions <= 3, engine.stats.retransmissions  # not one per message
     assert rto > 0.15
+    # off (the default): counted, not learnt from; every message is resent
+    engine, rto = send_one_after_another(delay=0.15, learning=False)
+    assert engine.stats.spurious_retransmissions >= 8 and engine.stats.retransmissions >= 8
+    assert rto == pytest.approx(0.05)
 
 
 def test_a_real_loss_teaches_the_sender_nothing() -> None:

@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             f"(max {outcome.max_us:.1f}), {outcome.link_bytes:>12} link bytes {ratio}, "
             f"{outcome.global_link_bytes} global; {outcome.messages} messages, "
             f"{outcome.drops} drops, checked {outcome.checked}: {outcome.wrong} wrong; "
-            f"{outcome.wall_s:.1f} s wall",
+            f"{outcome.wall_s:.1f} s wall, {outcome.cpu_s:.1f} s CPU",
             flush=True,
         )
         cells_meta.append(
@@ -250,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 "algorithm": name,
                 "size": size,
                 "wall_s": outcome.wall_s,
+                "cpu_s": outcome.cpu_s,
                 "checked": outcome.checked,
                 "messages": outcome.messages,
                 "packets": outcome.packets,

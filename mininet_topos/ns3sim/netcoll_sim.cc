@@ -1,12 +1,25 @@
-// netcoll's simulated transport and switch barrier on ns-3, compiled at run time by cppyy.
+// netcoll's simulated network, transport and switch barrier on ns-3, compiled at run time by
+// cppyy.
 //
 // Python builds the dragonfly through this class (so 5,000-node networks do not pay a
 // Python-to-C++ call per object), sends messages through it, and drains completed messages in
-// batches: no Python callback runs per packet. Every datagram carries a 16-byte header
-// (message id, message size, kind); the payload bytes themselves stay in Python (ns-3 moves
-// sizes, the algorithms' data is handed over when a message completes), so results are exact
-// by construction of delivery, and a message completes only when every one of its segments
-// crossed the simulated network.
+// batches: no Python callback runs per packet. The payload bytes themselves stay in Python
+// (ns-3 moves sizes, the algorithms' data is handed over when a message completes), so results
+// are exact by construction of delivery, and a message completes only when every one of its
+// segments crossed the simulated network.
+//
+// Forwarding is done here, at layer 2, the way the P4 program's tables do it: ns-3's
+// point-to-point devices, channels and drop-tail queues carry the packets, but no IP stack is
+// installed. A router looks a unicast destination up in three exact-match tables (the host,
+// its router's /24, its group's /16: dragonfly minimal routing, as controller/routing.py
+// computes it) and a multicast group in its tree table, whose entry names the parent device
+// (the P4 program's parent-port check) and the child devices. ns-3's IPv4 forwarding walked
+// every route and interface of a router per packet, which at Df(6,12,6) (106 routes, 23
+// interfaces) made a 1 KiB message 4-7 times dearer than at Df(2,4,2).
+//
+// Every frame carries a 44-byte header: addresses and a port (28 bytes, the size of the IPv4
+// and UDP headers this replaces, so wire bytes stay what they were) and the message's id, size
+// and kind (16 bytes).
 //
 // The in-network barrier runs in the routers like p4src/common/barrier.p4: each router counts
 // ARRIVEs of an epoch from its children (member hosts and child routers of the barrier tree),
@@ -18,18 +31,15 @@
 // carrying it. The lanes' values stay in Python, like every payload here.
 
 #include "ns3/core-module.h"
-#include "ns3/internet-module.h"
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
-#include "ns3/traffic-control-module.h"
 
 #include <cstdint>
 #include <cstring>
-#include <algorithm>
 #include <deque>
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 namespace netcoll_sim
@@ -37,8 +47,11 @@ namespace netcoll_sim
 
 using namespace ns3;
 
-const uint32_t HEADER = 16; // message id (8), message bytes (4), kind (4)
-const uint32_t OVERHEAD = 2 + 20 + 8 + HEADER; // PPP + IPv4 + UDP + ours
+const uint32_t ROUTE_HEADER = 28; // destination (4), source (4), port (2), padding: IPv4 + UDP
+const uint32_t HEADER = 16;       // message id (8), message bytes (4), kind (4)
+const uint32_t FRAME_HEADER = ROUTE_HEADER + HEADER;
+const uint32_t OVERHEAD = 2 + FRAME_HEADER; // PPP + ours
+const uint16_t PPP_PROTOCOL = 0x0800;        // any protocol PPP can name; nothing reads it
 const uint16_t DATA_PORT = 9000;
 const uint16_t BARRIER_PORT = 9001;
 const uint32_t KIND_DATA = 0;
@@ -46,6 +59,78 @@ const uint32_t KIND_ARRIVE = 1;
 const uint32_t KIND_RELEASE = 2;
 const uint64_t RELEASE_FLAG = uint64_t(1) << 47;
 const uint32_t WINDOWED = 0x80; // a unicast segment: its arrival credits the sender's window
+const uint32_t NO_DEVICE = 0xFFFFFFFF;
+
+inline bool
+IsMulticast(uint32_t address)
+{
+    return (address >> 28) == 0xE;
+}
+
+struct Frame
+{
+    uint32_t dst;
+    uint32_t src;
+    uint16_t port;
+    uint64_t msg;
+    uint32_t bytes;
+    uint32_t kind;
+};
+
+// Our headers as an ns-3 Header, put in front of a packet whose payload is ns-3's virtual zero
+// area: the payload is then never written out, and a router's copy of a frame (copy on write)
+// duplicates 46 bytes, not the segment.
+class FrameHeader : public Header
+{
+  public:
+    Frame frame{};
+
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("netcoll_sim::FrameHeader").SetParent<Header>();
+        return tid;
+    }
+
+    TypeId GetInstanceTypeId() const override
+    {
+        return GetTypeId();
+    }
+
+    uint32_t GetSerializedSize() const override
+    {
+        return FRAME_HEADER;
+    }
+
+    void Serialize(Buffer::Iterator start) const override
+    {
+        uint8_t header[FRAME_HEADER] = {};
+        std::memcpy(header, &frame.dst, 4);
+        std::memcpy(header + 4, &frame.src, 4);
+        std::memcpy(header + 8, &frame.port, 2);
+        std::memcpy(header + ROUTE_HEADER, &frame.msg, 8);
+        std::memcpy(header + ROUTE_HEADER + 8, &frame.bytes, 4);
+        std::memcpy(header + ROUTE_HEADER + 12, &frame.kind, 4);
+        start.Write(header, FRAME_HEADER);
+    }
+
+    uint32_t Deserialize(Buffer::Iterator start) override
+    {
+        uint8_t header[FRAME_HEADER];
+        start.Read(header, FRAME_HEADER);
+        std::memcpy(&frame.dst, header, 4);
+        std::memcpy(&frame.src, header + 4, 4);
+        std::memcpy(&frame.port, header + 8, 2);
+        std::memcpy(&frame.msg, header + ROUTE_HEADER, 8);
+        std::memcpy(&frame.bytes, header + ROUTE_HEADER + 8, 4);
+        std::memcpy(&frame.kind, header + ROUTE_HEADER + 12, 4);
+        return FRAME_HEADER;
+    }
+
+    void Print(std::ostream& os) const override
+    {
+        os << "netcoll dst=" << frame.dst << " msg=" << frame.msg << " kind=" << frame.kind;
+    }
+};
 
 struct DeviceCounter
 {
@@ -67,13 +152,43 @@ struct DeviceCounter
     }
 };
 
+// A router's forwarding state: what the P4 program's tables hold.
+struct RouterTables
+{
+    std::unordered_map<uint32_t, uint32_t> host;  // address -> device (hosts of this router)
+    std::unordered_map<uint32_t, uint32_t> net24; // address >> 8 -> device (own group's routers)
+    std::unordered_map<uint32_t, uint32_t> net16; // address >> 16 -> device (other groups)
+    struct Tree
+    {
+        uint32_t parent;              // the only device the group's packets may come in by
+        std::vector<uint32_t> children;
+    };
+    std::unordered_map<uint32_t, Tree> trees; // multicast group -> tree
+
+    uint32_t Lookup(uint32_t dst) const
+    {
+        auto h = host.find(dst);
+        if (h != host.end())
+        {
+            return h->second;
+        }
+        auto r = net24.find(dst >> 8);
+        if (r != net24.end())
+        {
+            return r->second;
+        }
+        auto g = net16.find(dst >> 16);
+        return g == net16.end() ? NO_DEVICE : g->second;
+    }
+};
+
 struct BarrierRouter
 {
     bool member = false;
     uint32_t expected = 0; // children: member hosts and child routers
     bool root = false;
-    Ipv4Address parent;                  // address of the parent router on the shared link
-    std::vector<Ipv4Address> children;   // hosts and child routers, in tree order
+    uint32_t parent = NO_DEVICE;         // device toward the parent router
+    std::vector<uint32_t> children;      // devices toward hosts and child routers, in tree order
     std::map<uint64_t, uint32_t> counts; // barrier key (comm, epoch) -> arrivals
 };
 
@@ -81,7 +196,7 @@ struct BarrierRouter
 // and the send window allow, so a 5 MB message does not sit in memory as 3,600 packets.
 struct Outgoing
 {
-    Ipv4Address dst;
+    uint32_t dst;
     uint64_t msg;
     uint32_t bytes;
     uint32_t segments;
@@ -112,7 +227,7 @@ class Sim
     {
         m_window = window;
         m_router.SetDeviceAttribute("DataRate", StringValue(rate));
-        // room for a full netcoll segment (1460 bytes) plus our headers: no IP fragments
+        // room for a full netcoll segment (1460 bytes) plus our headers
         m_router.SetDeviceAttribute("Mtu", UintegerValue(1600));
         m_router.SetChannelAttribute("Delay", StringValue(delay));
         m_router.SetQueue("ns3::DropTailQueue<Packet>",
@@ -127,44 +242,23 @@ class Sim
         m_globalDelay = delay;
     }
 
-    // Nodes 0..hosts-1 are hosts, then the routers. Static routing only: global routing does
-    // not finish at 5,000 nodes, and the routes come from the controller anyway.
+    // Nodes 0..hosts-1 are hosts, then the routers.
     void CreateNodes(uint32_t hosts, uint32_t routers)
     {
         m_hosts = hosts;
         m_nodes.Create(hosts + routers);
-        InternetStackHelper stack;
-        // static routes only, inside a list: only Ipv4ListRouting delivers multicast locally
-        Ipv4StaticRoutingHelper staticRouting;
-        Ipv4ListRoutingHelper list;
-        list.Add(staticRouting, 0);
-        stack.SetRoutingHelper(list);
-        stack.Install(m_nodes);
-        for (uint32_t i = 0; i < hosts + routers; i++)
-        {
-            // without a queue disc, a full device queue makes the traffic-control layer drop
-            bool connected =
-                m_nodes.Get(i)->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext(
-                    "TcDrop",
-                    MakeCallback(&DeviceCounter::Drop, &m_stackDrops));
-            NS_ABORT_MSG_UNLESS(connected, "no TcDrop trace source in this ns-3");
-        }
+        m_nodeDevices.resize(hosts + routers);
         m_rx.resize(hosts);
         m_out.resize(hosts);
         m_inFlight.assign(hosts, 0);
-        m_hostDevice.resize(hosts);
+        m_hostDevice.assign(hosts, NO_DEVICE);
+        m_tables.resize(routers);
         m_barrier.resize(routers);
-        for (uint32_t i = 0; i < hosts + routers; i++)
-        {
-            Ptr<Socket> s = Socket::CreateSocket(m_nodes.Get(i), UdpSocketFactory::GetTypeId());
-            s->Bind(InetSocketAddress(Ipv4Address::GetAny(), i < hosts ? DATA_PORT : BARRIER_PORT));
-            s->SetRecvCallback(MakeCallback(&Sim::Receive, this));
-            m_sockets.push_back(s);
-        }
     }
 
-    // A point-to-point link between nodes a and b; returns the link index. Device 2*link is a's
-    // end, 2*link+1 is b's. kind: 0 host link (a is the host), 1 local, 2 global.
+    // A point-to-point link between nodes a and b with addresses addrA and addrB at its ends;
+    // returns the link index. Device 2*link is a's end, 2*link+1 is b's. kind: 0 host link
+    // (a is the host), 1 local, 2 global.
     uint32_t AddLink(uint32_t a, uint32_t b, int kind, uint32_t addrA, uint32_t addrB)
     {
         PointToPointHelper helper = m_router;
@@ -174,23 +268,24 @@ class Sim
             helper.SetChannelAttribute("Delay", StringValue(m_globalDelay));
         }
         NetDeviceContainer devices = helper.Install(m_nodes.Get(a), m_nodes.Get(b));
-        if (kind == 0)
-        {
-            // hosts queue whole messages themselves (Pump): their NIC holds a packet or two
-            Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(devices.Get(0));
-            dev->GetQueue()->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, m_hostQueue));
-        }
-        uint32_t link = m_ifaces.size() / 2;
+        uint32_t link = m_devices.size() / 2;
+        uint32_t nodes[2] = {a, b};
         uint32_t addrs[2] = {addrA, addrB};
         for (uint32_t end = 0; end < 2; end++)
         {
-            Ptr<NetDevice> dev = devices.Get(end);
-            Ptr<Ipv4> ip = dev->GetNode()->GetObject<Ipv4>();
-            int32_t iface = ip->AddInterface(dev);
-            ip->AddAddress(iface,
-                           Ipv4InterfaceAddress(Ipv4Address(addrs[end]), Ipv4Mask("255.255.255.255")));
-            ip->SetUp(iface);
-            m_ifaces.push_back(iface);
+            Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(devices.Get(end));
+            uint32_t index = m_devices.size();
+            m_devices.push_back(dev);
+            m_deviceNode.push_back(nodes[end]);
+            m_deviceAddress.push_back(addrs[end]);
+            std::vector<uint32_t>& own = m_nodeDevices[nodes[end]];
+            if (own.size() <= dev->GetIfIndex())
+            {
+                own.resize(dev->GetIfIndex() + 1, NO_DEVICE);
+            }
+            own[dev->GetIfIndex()] = index;
+            // replaces the node's own handler: frames come to us, not to a protocol stack
+            dev->SetReceiveCallback(MakeCallback(&Sim::Receive, this));
             // a deque: counters never move, so the trace sinks may point at them
             DeviceCounter& counter = m_counters.emplace_back();
             dev->TraceConnectWithoutContext("PhyTxBegin", MakeCallback(&DeviceCounter::Tx, &counter));
@@ -198,7 +293,9 @@ class Sim
         }
         if (kind == 0)
         {
-            m_hostDevice[a] = DynamicCast<PointToPointNetDevice>(devices.Get(0));
+            // hosts queue whole messages themselves (Pump): their NIC holds a packet or two
+            m_devices[2 * link]->GetQueue()->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, m_hostQueue));
+            m_hostDevice[a] = 2 * link;
             HostPump& pump = m_pumps.emplace_back(HostPump{this, a});
             devices.Get(0)->TraceConnectWithoutContext("PhyTxEnd",
                                                        MakeCallback(&HostPump::TxEnd, &pump));
@@ -206,60 +303,57 @@ class Sim
         return link;
     }
 
-    // The IPv4 interface index of device d (2 * link for its a end, 2 * link + 1 for b).
-    uint32_t Interface(uint32_t device) const
+    // -- forwarding tables of router r (index among routers) --------------------------------
+
+    // Packets for `dst` (a host's address) leave by `device`.
+    void AddHostRoute(uint32_t r, uint32_t dst, uint32_t device)
     {
-        return m_ifaces[device];
+        m_tables[r].host[dst] = device;
     }
 
-    Ptr<Ipv4StaticRouting> Routing(uint32_t node)
+    // Packets for addresses in net/mask leave by `device`; mask is /24 (a router of the own
+    // group) or /16 (a group), the two prefixes dragonfly minimal routing needs.
+    void AddNetworkRoute(uint32_t r, uint32_t net, uint32_t mask, uint32_t device)
     {
-        Ipv4StaticRoutingHelper helper;
-        return helper.GetStaticRouting(m_nodes.Get(node)->GetObject<Ipv4>());
+        if (mask == 0xFFFFFF00)
+        {
+            m_tables[r].net24[net >> 8] = device;
+        }
+        else if (mask == 0xFFFF0000)
+        {
+            m_tables[r].net16[net >> 16] = device;
+        }
+        else
+        {
+            throw std::invalid_argument("only /24 and /16 network routes are supported");
+        }
     }
 
-    void AddNetworkRoute(uint32_t node, uint32_t net, uint32_t mask, uint32_t iface)
-    {
-        Routing(node)->AddNetworkRouteTo(Ipv4Address(net), Ipv4Mask(mask), iface);
-    }
-
-    void AddHostRoute(uint32_t node, uint32_t dst, uint32_t iface)
-    {
-        Routing(node)->AddHostRouteTo(Ipv4Address(dst), iface);
-    }
-
-    void SetHostDefaults(uint32_t node, uint32_t iface)
-    {
-        Ptr<Ipv4StaticRouting> r = Routing(node);
-        r->SetDefaultRoute(Ipv4Address("0.0.0.0"), iface);
-        r->SetDefaultMulticastRoute(iface);
-    }
-
-    void AddMulticastRoute(uint32_t node,
-                           uint32_t origin,
+    // At router r, packets of multicast `group` coming in by `parent` leave by `children`.
+    void AddMulticastRoute(uint32_t r,
                            uint32_t group,
-                           uint32_t inIface,
-                           const std::vector<uint32_t>& outIfaces)
+                           uint32_t parent,
+                           const std::vector<uint32_t>& children)
     {
-        Routing(node)->AddMulticastRoute(Ipv4Address(origin), Ipv4Address(group), inIface, outIfaces);
+        m_tables[r].trees[group] = RouterTables::Tree{parent, children};
     }
 
-    // -- barrier state of router r (index among routers) ------------------------------------
+    // -- barrier state of router r ----------------------------------------------------------
 
-    void BarrierRouterSet(uint32_t r, uint32_t expected, bool root, uint32_t parent)
+    void BarrierRouterSet(uint32_t r, uint32_t expected, bool root, uint32_t parentDevice)
     {
         BarrierRouter& b = m_barrier[r];
         b.member = true;
         b.expected = expected;
         b.root = root;
-        b.parent = Ipv4Address(parent);
+        b.parent = root ? NO_DEVICE : parentDevice;
         b.children.clear();
         b.counts.clear();
     }
 
-    void BarrierRouterChild(uint32_t r, uint32_t child)
+    void BarrierRouterChild(uint32_t r, uint32_t childDevice)
     {
-        m_barrier[r].children.push_back(Ipv4Address(child));
+        m_barrier[r].children.push_back(childDevice);
     }
 
     // -- traffic ------------------------------------------------------------------------------
@@ -272,9 +366,8 @@ class Sim
     // the real engine's, instead of an open-loop flood no finite switch buffer survives.
     void Send(uint32_t src, uint32_t dst, uint64_t msg, uint32_t bytes)
     {
-        Ipv4Address address(dst);
         uint32_t segments = bytes == 0 ? 1 : (bytes + segment - 1) / segment;
-        m_out[src].push_back(Outgoing{address, msg, bytes, segments, 0, !address.IsMulticast()});
+        m_out[src].push_back(Outgoing{dst, msg, bytes, segments, 0, !IsMulticast(dst)});
         Pump(src);
     }
 
@@ -282,7 +375,7 @@ class Sim
     void Pump(uint32_t h)
     {
         std::deque<Outgoing>& queue = m_out[h];
-        Ptr<Queue<ns3::Packet>> nic = m_hostDevice[h]->GetQueue();
+        Ptr<Queue<ns3::Packet>> nic = m_devices[m_hostDevice[h]]->GetQueue();
         while (!queue.empty())
         {
             Outgoing& o = queue.front();
@@ -300,7 +393,7 @@ class Sim
                 len = 0;
             }
             uint32_t kind = KIND_DATA | (o.windowed ? WINDOWED : 0) | (h << 8);
-            SendSegment(h, o.dst, DATA_PORT, o.msg, o.bytes, kind, len);
+            SendFrame(m_hostDevice[h], Frame{o.dst, 0, DATA_PORT, o.msg, o.bytes, kind}, len);
             if (o.windowed)
             {
                 m_inFlight[h]++;
@@ -316,23 +409,14 @@ class Sim
     // Its RELEASE completes as message id RELEASE_FLAG | key.
     void Arrive(uint32_t host, uint64_t key)
     {
-        SendTo(host, m_routerOfHost[host], BARRIER_PORT, key, 0, KIND_ARRIVE);
+        SendToNeighbour(m_hostDevice[host], BARRIER_PORT, key, KIND_ARRIVE, 0);
     }
 
     // A host's contribution of `bytes` to one chunk of an in-network reduction (key names
     // communicator, epoch and chunk): the result completes as RELEASE_FLAG | key.
     void Contribute(uint32_t host, uint64_t key, uint32_t bytes)
     {
-        SendSegment(host, m_routerOfHost[host], BARRIER_PORT, key, bytes, KIND_ARRIVE, bytes);
-    }
-
-    void SetRouterOfHost(uint32_t host, uint32_t routerAddr)
-    {
-        if (m_routerOfHost.size() <= host)
-        {
-            m_routerOfHost.resize(host + 1);
-        }
-        m_routerOfHost[host] = Ipv4Address(routerAddr);
+        SendToNeighbour(m_hostDevice[host], BARRIER_PORT, key, KIND_ARRIVE, bytes);
     }
 
     // Run until `until` seconds (negative: no limit) or until a message completed; returns the
@@ -401,10 +485,11 @@ class Sim
         return m_counters[d].drops;
     }
 
-    // packets the traffic-control layers dropped in front of full device queues
-    uint64_t StackDrops() const
+    // Packets a router had no route or tree entry for, or that came to a tree by a device other
+    // than its parent's; a host's count of frames not addressed to it. 0 unless state is wrong.
+    uint64_t Unrouted() const
     {
-        return m_stackDrops.drops;
+        return m_unrouted;
     }
 
     uint32_t Devices() const
@@ -418,7 +503,7 @@ class Sim
         {
             c = DeviceCounter();
         }
-        m_stackDrops = DeviceCounter();
+        m_unrouted = 0;
     }
 
     // Segments hosts still owe: queued, or sent and not yet credited back.
@@ -470,30 +555,101 @@ class Sim
         Simulator::Stop();
     }
 
-    void SendTo(uint32_t src, Ipv4Address dst, uint16_t port, uint64_t msg, uint32_t bytes, uint32_t kind)
+    // One frame out of device d: our headers, then `len` bytes of the message (zeros: the data
+    // is Python's).
+    void SendFrame(uint32_t d, const Frame& f, uint32_t len)
     {
-        SendSegment(src, dst, port, msg, bytes, kind, 0);
+        Ptr<Packet> p = Create<Packet>(len);
+        FrameHeader header;
+        header.frame = f;
+        p->AddHeader(header);
+        m_devices[d]->Send(p, m_devices[d]->GetBroadcast(), PPP_PROTOCOL);
     }
 
-    // One datagram: our header, then `len` bytes of the message (zeros: the data is Python's).
-    void SendSegment(uint32_t src,
-                     Ipv4Address dst,
-                     uint16_t port,
-                     uint64_t msg,
-                     uint32_t bytes,
-                     uint32_t kind,
-                     uint32_t len)
+    // One hop: to the node at the other end of device d (a router's barrier state, or a host).
+    void SendToNeighbour(uint32_t d, uint16_t port, uint64_t key, uint32_t kind, uint32_t bytes)
     {
-        uint8_t header[HEADER];
-        std::memcpy(header, &msg, 8);
-        std::memcpy(header + 8, &bytes, 4);
-        std::memcpy(header + 12, &kind, 4);
-        Ptr<Packet> p = Create<Packet>(header, HEADER);
-        if (len)
+        Frame f{m_deviceAddress[d ^ 1], m_deviceAddress[d], port, key, bytes, kind};
+        SendFrame(d, f, bytes);
+    }
+
+    bool Receive(Ptr<NetDevice> dev, Ptr<const Packet> p, uint16_t, const Address&)
+    {
+        uint32_t node = dev->GetNode()->GetId();
+        uint32_t d = m_nodeDevices[node][dev->GetIfIndex()];
+        FrameHeader header;
+        p->PeekHeader(header);
+        const Frame& f = header.frame;
+        if (node >= m_hosts)
         {
-            p->AddAtEnd(Create<Packet>(len));
+            RouterReceive(node - m_hosts, d, f, p);
         }
-        m_sockets[src]->SendTo(p, 0, InetSocketAddress(dst, port));
+        else if (f.dst == m_deviceAddress[d] || IsMulticast(f.dst))
+        {
+            HostReceive(node, f);
+        }
+        else
+        {
+            m_unrouted++;
+        }
+        return true;
+    }
+
+    void RouterReceive(uint32_t r, uint32_t in, const Frame& f, Ptr<const Packet> p)
+    {
+        const RouterTables& tables = m_tables[r];
+        if (IsMulticast(f.dst))
+        {
+            auto t = tables.trees.find(f.dst);
+            if (t == tables.trees.end() || t->second.parent != in)
+            {
+                m_unrouted++;
+                return;
+            }
+            for (uint32_t out : t->second.children)
+            {
+                m_devices[out]->Send(p->Copy(), m_devices[out]->GetBroadcast(), PPP_PROTOCOL);
+            }
+            return;
+        }
+        if (f.dst == m_deviceAddress[in])
+        {
+            RouterBarrier(r, f.msg, f.kind, f.bytes);
+            return;
+        }
+        uint32_t out = tables.Lookup(f.dst);
+        if (out == NO_DEVICE)
+        {
+            m_unrouted++;
+            return;
+        }
+        m_devices[out]->Send(p->Copy(), m_devices[out]->GetBroadcast(), PPP_PROTOCOL);
+    }
+
+    void HostReceive(uint32_t node, const Frame& f)
+    {
+        if (f.kind == KIND_RELEASE)
+        {
+            Complete(node, f.msg | RELEASE_FLAG);
+            return;
+        }
+        if (f.kind & WINDOWED)
+        {
+            Credit(f.kind >> 8); // the sender's host index rides above the kind
+        }
+        uint32_t segments = f.bytes == 0 ? 1 : (f.bytes + segment - 1) / segment;
+        if (segments == 1)
+        {
+            Complete(node, f.msg);
+            return;
+        }
+        auto& pending = m_rx[node];
+        uint32_t& got = pending[f.msg];
+        if (++got == segments)
+        {
+            pending.erase(f.msg);
+            Complete(node, f.msg);
+        }
     }
 
     void Credit(uint32_t sender)
@@ -506,50 +662,6 @@ class Sim
                                            &Sim::Pump,
                                            this,
                                            sender);
-        }
-    }
-
-    void Receive(Ptr<Socket> socket)
-    {
-        uint32_t node = socket->GetNode()->GetId();
-        Ptr<ns3::Packet> p;
-        while ((p = socket->Recv()))
-        {
-            uint8_t header[HEADER];
-            p->CopyData(header, HEADER);
-            uint64_t msg;
-            uint32_t bytes;
-            uint32_t kind;
-            std::memcpy(&msg, header, 8);
-            std::memcpy(&bytes, header + 8, 4);
-            std::memcpy(&kind, header + 12, 4);
-            if (node >= m_hosts)
-            {
-                RouterBarrier(node - m_hosts, msg, kind, bytes);
-                continue;
-            }
-            if (kind == KIND_RELEASE)
-            {
-                Complete(node, msg | RELEASE_FLAG);
-                continue;
-            }
-            if (kind & WINDOWED)
-            {
-                Credit(kind >> 8); // the sender's host index rides above the kind
-            }
-            uint32_t segments = bytes == 0 ? 1 : (bytes + segment - 1) / segment;
-            if (segments == 1)
-            {
-                Complete(node, msg);
-                continue;
-            }
-            auto& pending = m_rx[node];
-            uint32_t& got = pending[msg];
-            if (++got == segments)
-            {
-                pending.erase(msg);
-                Complete(node, msg);
-            }
         }
     }
 
@@ -569,17 +681,14 @@ class Sim
     void RouterBarrier(uint32_t r, uint64_t key, uint32_t kind, uint32_t bytes)
     {
         BarrierRouter& b = m_barrier[r];
-        uint32_t node = m_hosts + r;
         if (!b.member)
         {
+            m_unrouted++;
             return;
         }
         if (kind == KIND_RELEASE)
         {
-            for (const Ipv4Address& child : b.children)
-            {
-                SendFromRouter(node, child, key, KIND_RELEASE, bytes);
-            }
+            Release(b, key, bytes);
             return;
         }
         uint32_t& count = b.counts[key];
@@ -590,37 +699,22 @@ class Sim
         b.counts.erase(key);
         if (b.root)
         {
-            for (const Ipv4Address& child : b.children)
-            {
-                SendFromRouter(node, child, key, KIND_RELEASE, bytes);
-            }
+            Release(b, key, bytes);
         }
         else
         {
-            SendFromRouter(node, b.parent, key, KIND_ARRIVE, bytes);
+            SendToNeighbour(b.parent, BARRIER_PORT, key, KIND_ARRIVE, bytes);
         }
     }
 
-    void SendFromRouter(uint32_t node, Ipv4Address dst, uint64_t key, uint32_t kind, uint32_t bytes)
+    void Release(const BarrierRouter& b, uint64_t key, uint32_t bytes)
     {
-        uint8_t header[HEADER];
-        std::memcpy(header, &key, 8);
-        std::memcpy(header + 8, &bytes, 4);
-        std::memcpy(header + 12, &kind, 4);
-        Ptr<ns3::Packet> p = Create<ns3::Packet>(header, HEADER);
-        if (bytes)
+        for (uint32_t child : b.children)
         {
-            p->AddAtEnd(Create<ns3::Packet>(bytes));
+            // hosts listen on the data port, routers on the barrier port
+            uint16_t port = m_deviceNode[child ^ 1] < m_hosts ? DATA_PORT : BARRIER_PORT;
+            SendToNeighbour(child, port, key, KIND_RELEASE, bytes);
         }
-        // hosts listen on the data port, routers on the barrier port; hosts come first
-        uint16_t port = kind == KIND_ARRIVE ? BARRIER_PORT : m_childPort(dst);
-        m_sockets[node]->SendTo(p, 0, InetSocketAddress(dst, port));
-    }
-
-    uint16_t m_childPort(Ipv4Address dst) const
-    {
-        // host addresses are 10.x.x.x, router addresses are not (see addressing.py)
-        return (dst.Get() >> 24) == 10 ? DATA_PORT : BARRIER_PORT;
     }
 
     NodeContainer m_nodes;
@@ -629,16 +723,18 @@ class Sim
     std::string m_globalRate;
     std::string m_globalDelay;
     PointToPointHelper m_router;
-    std::vector<Ptr<Socket>> m_sockets;
-    std::vector<int32_t> m_ifaces;
+    std::vector<Ptr<PointToPointNetDevice>> m_devices; // by device index (2 * link + end)
+    std::vector<uint32_t> m_deviceNode;
+    std::vector<uint32_t> m_deviceAddress;
+    std::vector<std::vector<uint32_t>> m_nodeDevices; // node -> ns-3 ifIndex -> device index
     std::deque<DeviceCounter> m_counters;
     std::deque<HostPump> m_pumps;
     std::vector<std::deque<Outgoing>> m_out;
     std::vector<uint32_t> m_inFlight;
-    std::vector<Ptr<PointToPointNetDevice>> m_hostDevice;
+    std::vector<uint32_t> m_hostDevice; // host -> its device index
     uint32_t m_window = 64;
-    DeviceCounter m_stackDrops;
-    std::vector<Ipv4Address> m_routerOfHost;
+    uint64_t m_unrouted = 0;
+    std::vector<RouterTables> m_tables;
     std::vector<std::unordered_map<uint64_t, uint32_t>> m_rx;
     std::vector<BarrierRouter> m_barrier;
     std::vector<uint64_t> m_done;

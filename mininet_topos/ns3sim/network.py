@@ -4,8 +4,9 @@ multicast trees and barrier trees.
 Addresses: host ``h`` is 10.group.router.(local index + 1), so a router reaches a remote group
 by one /16 route and a router of its own group by one /24 (dragonfly minimal routing in
 83 prefixes per router at Df(6,12,6), where ns-3's global routing does not finish). Router
-interfaces take addresses outside 10/8, one per interface, all /32: every route names its
-interface, as a switch's table names its port.
+ports take addresses outside 10/8, one per port. Every route and tree entry names a device
+(a port), as a switch's table does; the routers forward in ``netcoll_sim.cc``, by exact match on
+those prefixes, not through ns-3's IP stack (which walks every route per packet).
 """
 
 from __future__ import annotations
@@ -63,11 +64,10 @@ class SimNetwork:
     sim: Any = None  # netcoll_sim::Sim
     host_index: dict[int, int] = field(default_factory=dict)  # node id -> ns-3 node index
     host_addr: dict[int, int] = field(default_factory=dict)  # node id -> address
-    # (switch, port) -> (device index at the switch, device index at the far end, far address,
-    # switch's interface); the far end is a host or a switch
-    port_devices: dict[tuple[int, int], tuple[int, int, int, int]] = field(default_factory=dict)
+    # (switch, port) -> (device index at the switch, device index at the far end); the far end
+    # is a host or a switch
+    port_devices: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     host_device: dict[int, int] = field(default_factory=dict)  # node id -> its device index
-    switch_addr: dict[tuple[int, int], int] = field(default_factory=dict)  # (switch, port) -> addr
     trees_installed: set[tuple[str, int]] = field(default_factory=set)
 
     @classmethod
@@ -94,15 +94,7 @@ class SimNetwork:
                 index, self.router_node(host.switch), HOST_LINK, addr, next_router_addr
             )
             self.host_device[host.node_id] = 2 * link
-            self.port_devices[(host.switch, host.port)] = (
-                2 * link + 1,
-                2 * link,
-                addr,
-                sim.Interface(2 * link + 1),
-            )
-            self.switch_addr[(host.switch, host.port)] = next_router_addr
-            sim.SetHostDefaults(index, sim.Interface(2 * link))
-            sim.SetRouterOfHost(index, next_router_addr)
+            self.port_devices[(host.switch, host.port)] = (2 * link + 1, 2 * link)
             next_router_addr += 1
         for link_info in topo.links:
             a_addr, b_addr = next_router_addr, next_router_addr + 1
@@ -114,41 +106,24 @@ class SimNetwork:
                 a_addr,
                 b_addr,
             )
-            self.port_devices[(link_info.a, link_info.a_port)] = (
-                2 * link,
-                2 * link + 1,
-                b_addr,
-                sim.Interface(2 * link),
-            )
-            self.port_devices[(link_info.b, link_info.b_port)] = (
-                2 * link + 1,
-                2 * link,
-                a_addr,
-                sim.Interface(2 * link + 1),
-            )
-            self.switch_addr[(link_info.a, link_info.a_port)] = a_addr
-            self.switch_addr[(link_info.b, link_info.b_port)] = b_addr
+            self.port_devices[(link_info.a, link_info.a_port)] = (2 * link, 2 * link + 1)
+            self.port_devices[(link_info.b, link_info.b_port)] = (2 * link + 1, 2 * link)
         for switch in range(topo.num_switches):
             self._install_routes(switch)
 
-    def _interface(self, switch: int, port: int) -> int:
-        return int(self.port_devices[(switch, port)][3])
+    def _device(self, switch: int, port: int) -> int:
+        """The device of ``switch``'s ``port``."""
+        return self.port_devices[(switch, port)][0]
 
     def _install_routes(self, switch: int) -> None:
         """Minimal routes, as controller.routing computes them, aggregated by prefix."""
         topo, sim = self.topo, self.sim
-        node = self.router_node(switch)
         here = topo.switch(switch)
         for port, info in topo.ports(switch).items():
             if info.kind == "host":
                 host = topo.host_at_port(switch, port)
                 assert host is not None
-                sim.AddHostRoute(node, self.host_addr[host.node_id], self._interface(switch, port))
-            elif info.kind != "mgmt":
-                # the neighbour's interface address, for barrier messages between routers
-                sim.AddHostRoute(
-                    node, self.port_devices[(switch, port)][2], self._interface(switch, port)
-                )
+                sim.AddHostRoute(switch, self.host_addr[host.node_id], self._device(switch, port))
         by_group: dict[int, list[int]] = {}
         for switch_info in topo.switches:
             by_group.setdefault(switch_info.group, []).append(switch_info.index)
@@ -158,7 +133,7 @@ class SimNetwork:
                 target = members[0]
                 port = topo.port_to(switch, routing.next_switch(topo, switch, target))
                 net = int(ipaddress.IPv4Address(f"10.{group}.0.0"))
-                sim.AddNetworkRoute(node, net, 0xFFFF0000, self._interface(switch, port))
+                sim.AddNetworkRoute(switch, net, 0xFFFF0000, self._device(switch, port))
                 continue
             for other in members:
                 if other == switch:
@@ -166,7 +141,7 @@ class SimNetwork:
                 router = topo.switch(other).router
                 port = topo.port_to(switch, routing.next_switch(topo, switch, other))
                 net = int(ipaddress.IPv4Address(f"10.{group}.{router}.0"))
-                sim.AddNetworkRoute(node, net, 0xFFFFFF00, self._interface(switch, port))
+                sim.AddNetworkRoute(switch, net, 0xFFFFFF00, self._device(switch, port))
 
     # -- trees ------------------------------------------------------------------------------
 
@@ -177,34 +152,28 @@ class SimNetwork:
         return MULTICAST_BASE + (kinds.index(kind) << 16) + self.host_index[root] + 1
 
     def install_tree(self, tree: Tree) -> None:
-        """A broadcast tree as static multicast routes: at each switch, packets from the root
-        arriving by the parent port go out of exactly the child ports (ns-3 checks the input
-        interface the way our switches check the parent port)."""
+        """A broadcast tree as multicast routes: at each switch, packets of the tree's group
+        arriving by the parent port go out of exactly the child ports, and packets arriving by
+        any other port are dropped, as our switches check the parent port."""
         key = (tree.kind, tree.root_node)
         if key in self.trees_installed:
             return
         self.trees_installed.add(key)
-        origin = self.host_addr[tree.root_node]
         group = self.group_address(tree.kind, tree.root_node)
         for switch, node in tree.nodes.items():
-            outputs = [self._interface(switch, port) for port in node.child_ports]
+            children = [self._device(switch, port) for port in node.child_ports]
             self.sim.AddMulticastRoute(
-                self.router_node(switch),
-                origin,
-                group,
-                self._interface(switch, node.parent_port),
-                outputs,
+                switch, group, self._device(switch, node.parent_port), children
             )
 
     def install_barrier(self, tree: Tree) -> None:
         """Barrier counting state of every switch of a switch-rooted tree."""
         for switch, node in tree.nodes.items():
             parent = tree.parent_switch(switch)
-            parent_addr = 0 if parent is None else self.port_devices[(switch, node.parent_port)][2]
-            r = switch
-            self.sim.BarrierRouterSet(r, len(node.child_ports), parent is None, parent_addr)
+            parent_device = 0 if parent is None else self._device(switch, node.parent_port)
+            self.sim.BarrierRouterSet(switch, len(node.child_ports), parent is None, parent_device)
             for port in node.child_ports:
-                self.sim.BarrierRouterChild(r, self.port_devices[(switch, port)][2])
+                self.sim.BarrierRouterChild(switch, self._device(switch, port))
 
     # -- counters ---------------------------------------------------------------------------
 
@@ -214,7 +183,7 @@ class SimNetwork:
         for what a host sends."""
         out: dict[tuple[int, int], tuple[int, int, int]] = {}
         sim = self.sim
-        for (switch, port), (device, _, _, _) in self.port_devices.items():
+        for (switch, port), (device, _) in self.port_devices.items():
             out[(switch, port)] = (
                 int(sim.DevicePackets(device)),
                 int(sim.DevicePayload(device)),
@@ -230,5 +199,10 @@ class SimNetwork:
 
     def drops(self) -> int:
         """Packets lost to full queues since the counters were last reset."""
-        devices = sum(int(self.sim.DeviceDrops(d)) for d in range(int(self.sim.Devices())))
-        return devices + int(self.sim.StackDrops())
+        return sum(int(self.sim.DeviceDrops(d)) for d in range(int(self.sim.Devices())))
+
+    def unrouted(self) -> int:
+        """Packets a router had no route or tree entry for (or that came to a tree by a port
+        other than its parent's), or a host was not the destination of, since the counters
+        were last reset: 0 unless the installed state is wrong."""
+        return int(self.sim.Unrouted())

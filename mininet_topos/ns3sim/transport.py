@@ -139,8 +139,8 @@ class Transport:
         self.sim.Send(self.net.host_index[src], dst_address, msg_id, size)
 
     def zeros(self, size: int) -> memoryview:
-        """What a hollow message delivers: one shared zero-filled view per size (a view, as
-        hollow buffers are numpy arrays, which take slices of a view but not of bytes)."""
+        """What a hollow message delivers: one shared zero-filled view per size (a view, so
+        that slicing it, as the algorithms do, copies nothing)."""
         out = self._zeros.get(size)
         if out is None:
             out = self._zeros[size] = memoryview(bytes(size))
@@ -206,13 +206,16 @@ class Transport:
         """With the network idle: why messages still owed to receivers never arrive, or ''."""
         if not self.messages:
             return ""
-        drops = self.net.drops()
-        why = (
-            f"{drops} packets were dropped by full switch queues "
-            f"(--switch-queue {self.net.params.switch_queue} packets; raise it)"
-            if drops
-            else "no packet was dropped, so a route or tree is wrong"
-        )
+        drops, unrouted = self.net.drops(), self.net.unrouted()
+        if drops:
+            why = (
+                f"{drops} packets were dropped by full switch queues "
+                f"(--switch-queue {self.net.params.switch_queue} packets; raise it)"
+            )
+        elif unrouted:
+            why = f"{unrouted} packets found no route or tree entry, so a route or tree is wrong"
+        else:
+            why = "no packet was dropped, so a route or tree is wrong"
         return f"{len(self.messages)} messages can no longer arrive: {why}"
 
     def reset(self) -> None:

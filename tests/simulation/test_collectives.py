@@ -10,8 +10,9 @@ import pytest
 from controller import trees, wire
 from controller.topology import parse_spec
 from host_agents.collectives import algorithm_names
+from mininet_topos.ns3sim import simulation as simulation_module
 from mininet_topos.ns3sim.accounting import barrier_links, predicted_link_bytes
-from mininet_topos.ns3sim.simulation import Simulation
+from mininet_topos.ns3sim.simulation import Simulation, hollow_buffer
 
 SIZES = {
     "bcast": 20000,
@@ -81,3 +82,28 @@ def test_the_in_network_allreduce_crosses_each_tree_link_once_per_chunk_each_way
     for host in ("recursive_doubling", "ring", "rabenseifner", "binomial"):
         assert simulation.run("allreduce", host, 4000).link_bytes > innet.link_bytes, host
         assert simulation.run("allreduce", host, 4).max_us > small.max_us, host
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "bruck", "tar"])
+def test_a_hollow_allgather_moves_and_times_exactly_what_a_real_one_does(
+    simulation: Simulation, algorithm: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past EXACT_LIMIT the buffers are hollow (Df(6,12,6)'s allgather would need 28 GB):
+    the network must still carry every byte, so traffic and times equal a real run's."""
+    real = simulation.run("allgather", algorithm, 70000)
+    monkeypatch.setattr(simulation_module, "EXACT_LIMIT", 1)
+    hollow = simulation.run("allgather", algorithm, 70000)
+    assert (hollow.checked, real.checked) == ("sizes", "bytes")
+    assert hollow.wrong == real.wrong == 0
+    assert hollow.per_link == real.per_link
+    assert hollow.times_us == pytest.approx(real.times_us, abs=1e-6)
+
+
+def test_hollow_buffers_are_writable_and_share_their_memory() -> None:
+    a, b = hollow_buffer(1 << 20), hollow_buffer(3 << 20)
+    assert (len(a), len(b)) == (1 << 20, 3 << 20)
+    view = memoryview(b)
+    view[(2 << 20) : (2 << 20) + 4] = b"abcd"  # a block write lands at its offset
+    assert bytes(b[(2 << 20) : (2 << 20) + 4]) == b"abcd"
+    view[:4] = b"wxyz"
+    assert bytes(a[:4]) == b"wxyz"  # one memory behind every buffer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -69,3 +70,21 @@ def test_make_simulate_writes_the_table_json_csv_and_plots(
 def test_a_bad_run_spec_is_refused_with_the_known_names() -> None:
     with pytest.raises(SystemExit):
         cli.main(["--run", "scatter:fastest:1024"])
+
+
+def test_a_multicast_from_a_host_that_is_not_the_trees_root_is_dropped_and_counted() -> None:
+    # the routers forward a tree's group only from the parent port, as the switches check it:
+    # another host's frames to the group are dropped at its router, and the run says why
+    sim = Simulation(parse_spec("df:2,2,1"), progress_every=0)
+    try:
+        root, intruder = sim.members[0], sim.members[5]
+        transport = sim.transport
+        transport.tree("innet", root)  # the root's tree is installed
+        group = sim.net.group_address("innet", root)
+        transport.send(intruder, group, ("m", intruder), b"x" * 100, 100, 11, None)
+        with pytest.raises(SimStall, match=r"1 packets found no route or tree entry"):
+            sim.loop.run_until_complete(asyncio.sleep(1.0))
+        assert sim.net.unrouted() == 1
+        assert sim.net.drops() == 0
+    finally:
+        sim.close()

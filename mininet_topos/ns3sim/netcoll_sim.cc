@@ -233,6 +233,9 @@ class Sim
         m_router.SetQueue("ns3::DropTailQueue<Packet>",
                           "MaxSize",
                           QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, switchQueue)));
+        // flow control talks to a traffic-control layer (an event per dequeued packet); there is
+        // none: the device queue is the switch's drop-tail port queue
+        m_router.DisableFlowControl();
         m_hostQueue = hostQueue;
     }
 

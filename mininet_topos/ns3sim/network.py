@@ -146,8 +146,8 @@ class SimNetwork:
     # -- trees ------------------------------------------------------------------------------
 
     def group_address(self, kind: str, root: int) -> int:
-        """One multicast group per (tree kind, root): ns-3's static multicast routes match the
-        group and the input interface but not the origin, so roots cannot share a group."""
+        """One multicast group per (tree kind, root): a router's tree table is keyed by group
+        alone, and trees of different roots leave by different ports."""
         kinds = ("innet", "ragasa_spread", "ragasa_group")
         return MULTICAST_BASE + (kinds.index(kind) << 16) + self.host_index[root] + 1
 

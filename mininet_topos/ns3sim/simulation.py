@@ -64,7 +64,7 @@ class Outcome:
     checked: str  # "bytes" (every byte compared) or "sizes" (a hollow run)
     link_bytes: int  # netcoll frame bytes over every link direction
     global_link_bytes: int
-    wire_bytes: int  # what ns-3's devices sent (PPP, IPv4, UDP and our header included)
+    wire_bytes: int  # what ns-3's devices sent (PPP and the 44-byte frame header included)
     packets: int
     drops: int
     messages: int

@@ -271,6 +271,11 @@ class HostEndpoint:
         sent: asyncio.Future[None] = self.loop.create_future()
         transport = self.transport
         address = transport.net.host_addr[dst]
+        if not isinstance(data, SimIncoming):  # the common case, without a closure per message
+            payload, size = self._payload(data)
+            transport.traffic.unicasts[(self.node, dst, size)] += 1
+            transport.send(self.node, address, key, payload, size, 1, sent)
+            return sent
 
         def go(payload: bytes | None, size: int) -> None:
             transport.traffic.unicasts[(self.node, dst, size)] += 1
@@ -363,8 +368,11 @@ class HostEndpoint:
 
             data.done.add_done_callback(later)
             return
-        if hollow:
-            go(None, memoryview(data).nbytes)
-        else:
-            payload = bytes(data)
-            go(payload, len(payload))
+        go(*self._payload(data))
+
+    def _payload(self, data: Any) -> tuple[bytes | None, int]:
+        """What travels for ``data`` here (nothing in a hollow run) and its size."""
+        if self.transport.hollow:
+            return None, memoryview(data).nbytes
+        payload = bytes(data)
+        return payload, len(payload)

@@ -152,7 +152,7 @@ class SimContext:
         except EngineError as exc:
             raise self.error(f"waiting for rank {src}: {exc}") from exc
         self.endpoint.consume(msg)  # type: ignore[arg-type]
-        return data  # type: ignore[return-value]
+        return data
 
     async def wait_incoming(self, msg: Incoming, what: str) -> bytearray:
         data = await self.wait(msg.done, what)

@@ -34,6 +34,7 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -396,7 +397,8 @@ class Sim
                 len = 0;
             }
             uint32_t kind = KIND_DATA | (o.windowed ? WINDOWED : 0) | (h << 8);
-            SendFrame(m_hostDevice[h], Frame{o.dst, 0, DATA_PORT, o.msg, o.bytes, kind}, len);
+            uint32_t d = m_hostDevice[h];
+            SendFrame(d, Frame{o.dst, m_deviceAddress[d], DATA_PORT, o.msg, o.bytes, kind}, len);
             if (o.windowed)
             {
                 m_inFlight[h]++;

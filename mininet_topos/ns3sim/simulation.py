@@ -295,7 +295,8 @@ class _HollowArena:
     buffer is contiguous and writable like a bytearray, so writing a block is one memcpy, yet
     all buffers share the file's few MiB of memory. (A stride-0 numpy array aliased one byte
     too, but a memoryview wrote into it a byte at a time: 10 us per KiB, most of a message's
-    cost at Df(6,12,6).) One mapping per buffer, far below the kernel's 65,530."""
+    cost at Df(6,12,6).) One mapping per buffer: 10,512 at most for a Df(6,12,6) Bruck
+    allgather (results and work buffers), below the kernel's default limit of 65,530."""
 
     def __init__(self) -> None:
         self.fd: int | None = None

@@ -269,20 +269,27 @@ class HostEndpoint:
 
     def send(self, dst: int, key: MessageKey, data: Any) -> asyncio.Future[None]:
         sent: asyncio.Future[None] = self.loop.create_future()
-        transport = self.transport
-        address = transport.net.host_addr[dst]
         if not isinstance(data, SimIncoming):  # the common case, without a closure per message
-            payload, size = self._payload(data)
-            transport.traffic.unicasts[(self.node, dst, size)] += 1
-            transport.send(self.node, address, key, payload, size, 1, sent)
+            self._unicast(dst, key, *self._payload(data), sent)
             return sent
 
         def go(payload: bytes | None, size: int) -> None:
-            transport.traffic.unicasts[(self.node, dst, size)] += 1
-            transport.send(self.node, address, key, payload, size, 1, sent)
+            self._unicast(dst, key, payload, size, sent)
 
         self._when_ready(data, go, sent)
         return sent
+
+    def _unicast(
+        self,
+        dst: int,
+        key: MessageKey,
+        payload: bytes | None,
+        size: int,
+        sent: asyncio.Future[None],
+    ) -> None:
+        transport = self.transport
+        transport.traffic.unicasts[(self.node, dst, size)] += 1
+        transport.send(self.node, transport.net.host_addr[dst], key, payload, size, 1, sent)
 
     def multicast(self, tree: int, key: MessageKey, data: Any) -> asyncio.Future[None]:
         sent: asyncio.Future[None] = self.loop.create_future()

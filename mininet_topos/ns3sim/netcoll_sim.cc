@@ -17,9 +17,9 @@
 // every route and interface of a router per packet, which at Df(6,12,6) (106 routes, 23
 // interfaces) made a 1 KiB message 4-7 times dearer than at Df(2,4,2).
 //
-// Every frame carries a 44-byte header: addresses and a port (28 bytes, the size of the IPv4
-// and UDP headers this replaces, so wire bytes stay what they were) and the message's id, size
-// and kind (16 bytes).
+// Every frame carries a 44-byte header: destination and source addresses, padded to 28 bytes
+// (the size of the IPv4 and UDP headers this replaces, so wire bytes stay what they were), and
+// the message's id, size and kind (16 bytes).
 //
 // The in-network barrier runs in the routers like p4src/common/barrier.p4: each router counts
 // ARRIVEs of an epoch from its children (member hosts and child routers of the barrier tree),
@@ -48,13 +48,11 @@ namespace netcoll_sim
 
 using namespace ns3;
 
-const uint32_t ROUTE_HEADER = 28; // destination (4), source (4), port (2), padding: IPv4 + UDP
+const uint32_t ROUTE_HEADER = 28; // destination (4), source (4), padding: IPv4 + UDP
 const uint32_t HEADER = 16;       // message id (8), message bytes (4), kind (4)
 const uint32_t FRAME_HEADER = ROUTE_HEADER + HEADER;
 const uint32_t OVERHEAD = 2 + FRAME_HEADER; // PPP + ours
 const uint16_t PPP_PROTOCOL = 0x0800;        // any protocol PPP can name; nothing reads it
-const uint16_t DATA_PORT = 9000;
-const uint16_t BARRIER_PORT = 9001;
 const uint32_t KIND_DATA = 0;
 const uint32_t KIND_ARRIVE = 1;
 const uint32_t KIND_RELEASE = 2;
@@ -72,7 +70,6 @@ struct Frame
 {
     uint32_t dst;
     uint32_t src;
-    uint16_t port;
     uint64_t msg;
     uint32_t bytes;
     uint32_t kind;
@@ -107,7 +104,6 @@ class FrameHeader : public Header
         uint8_t header[FRAME_HEADER] = {};
         std::memcpy(header, &frame.dst, 4);
         std::memcpy(header + 4, &frame.src, 4);
-        std::memcpy(header + 8, &frame.port, 2);
         std::memcpy(header + ROUTE_HEADER, &frame.msg, 8);
         std::memcpy(header + ROUTE_HEADER + 8, &frame.bytes, 4);
         std::memcpy(header + ROUTE_HEADER + 12, &frame.kind, 4);
@@ -120,7 +116,6 @@ class FrameHeader : public Header
         start.Read(header, FRAME_HEADER);
         std::memcpy(&frame.dst, header, 4);
         std::memcpy(&frame.src, header + 4, 4);
-        std::memcpy(&frame.port, header + 8, 2);
         std::memcpy(&frame.msg, header + ROUTE_HEADER, 8);
         std::memcpy(&frame.bytes, header + ROUTE_HEADER + 8, 4);
         std::memcpy(&frame.kind, header + ROUTE_HEADER + 12, 4);
@@ -129,7 +124,7 @@ class FrameHeader : public Header
 
     void Print(std::ostream& os) const override
     {
-        os << "netcoll dst=" << frame.dst << " msg=" << frame.msg << " kind=" << frame.kind;
+        os << "netcoll dst=" << frame.dst << " src=" << frame.src << " msg=" << frame.msg << " kind=" << frame.kind;
     }
 };
 
@@ -280,7 +275,6 @@ class Sim
             Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(devices.Get(end));
             uint32_t index = m_devices.size();
             m_devices.push_back(dev);
-            m_deviceNode.push_back(nodes[end]);
             m_deviceAddress.push_back(addrs[end]);
             std::vector<uint32_t>& own = m_nodeDevices[nodes[end]];
             if (own.size() <= dev->GetIfIndex())
@@ -398,7 +392,7 @@ class Sim
             }
             uint32_t kind = KIND_DATA | (o.windowed ? WINDOWED : 0) | (h << 8);
             uint32_t d = m_hostDevice[h];
-            SendFrame(d, Frame{o.dst, m_deviceAddress[d], DATA_PORT, o.msg, o.bytes, kind}, len);
+            SendFrame(d, Frame{o.dst, m_deviceAddress[d], o.msg, o.bytes, kind}, len);
             if (o.windowed)
             {
                 m_inFlight[h]++;
@@ -414,14 +408,14 @@ class Sim
     // Its RELEASE completes as message id RELEASE_FLAG | key.
     void Arrive(uint32_t host, uint64_t key)
     {
-        SendToNeighbour(m_hostDevice[host], BARRIER_PORT, key, KIND_ARRIVE, 0);
+        SendToNeighbour(m_hostDevice[host], key, KIND_ARRIVE, 0);
     }
 
     // A host's contribution of `bytes` to one chunk of an in-network reduction (key names
     // communicator, epoch and chunk): the result completes as RELEASE_FLAG | key.
     void Contribute(uint32_t host, uint64_t key, uint32_t bytes)
     {
-        SendToNeighbour(m_hostDevice[host], BARRIER_PORT, key, KIND_ARRIVE, bytes);
+        SendToNeighbour(m_hostDevice[host], key, KIND_ARRIVE, bytes);
     }
 
     // Run until `until` seconds (negative: no limit) or until a message completed; returns the
@@ -568,13 +562,19 @@ class Sim
         FrameHeader header;
         header.frame = f;
         p->AddHeader(header);
-        m_devices[d]->Send(p, m_devices[d]->GetBroadcast(), PPP_PROTOCOL);
+        Transmit(d, p);
+    }
+
+    // Out of device d (point to point: the far end takes every frame, whatever the address).
+    void Transmit(uint32_t d, Ptr<Packet> p)
+    {
+        m_devices[d]->Send(p, m_broadcast, PPP_PROTOCOL);
     }
 
     // One hop: to the node at the other end of device d (a router's barrier state, or a host).
-    void SendToNeighbour(uint32_t d, uint16_t port, uint64_t key, uint32_t kind, uint32_t bytes)
+    void SendToNeighbour(uint32_t d, uint64_t key, uint32_t kind, uint32_t bytes)
     {
-        Frame f{m_deviceAddress[d ^ 1], m_deviceAddress[d], port, key, bytes, kind};
+        Frame f{m_deviceAddress[d ^ 1], m_deviceAddress[d], key, bytes, kind};
         SendFrame(d, f, bytes);
     }
 
@@ -613,7 +613,7 @@ class Sim
             }
             for (uint32_t out : t->second.children)
             {
-                m_devices[out]->Send(p->Copy(), m_devices[out]->GetBroadcast(), PPP_PROTOCOL);
+                Transmit(out, p->Copy());
             }
             return;
         }
@@ -628,7 +628,7 @@ class Sim
             m_unrouted++;
             return;
         }
-        m_devices[out]->Send(p->Copy(), m_devices[out]->GetBroadcast(), PPP_PROTOCOL);
+        Transmit(out, p->Copy());
     }
 
     void HostReceive(uint32_t node, const Frame& f)
@@ -708,7 +708,7 @@ class Sim
         }
         else
         {
-            SendToNeighbour(b.parent, BARRIER_PORT, key, KIND_ARRIVE, bytes);
+            SendToNeighbour(b.parent, key, KIND_ARRIVE, bytes);
         }
     }
 
@@ -716,9 +716,7 @@ class Sim
     {
         for (uint32_t child : b.children)
         {
-            // hosts listen on the data port, routers on the barrier port
-            uint16_t port = m_deviceNode[child ^ 1] < m_hosts ? DATA_PORT : BARRIER_PORT;
-            SendToNeighbour(child, port, key, KIND_RELEASE, bytes);
+            SendToNeighbour(child, key, KIND_RELEASE, bytes);
         }
     }
 
@@ -729,7 +727,7 @@ class Sim
     std::string m_globalDelay;
     PointToPointHelper m_router;
     std::vector<Ptr<PointToPointNetDevice>> m_devices; // by device index (2 * link + end)
-    std::vector<uint32_t> m_deviceNode;
+    Address m_broadcast = Mac48Address::GetBroadcast();
     std::vector<uint32_t> m_deviceAddress;
     std::vector<std::vector<uint32_t>> m_nodeDevices; // node -> ns-3 ifIndex -> device index
     std::deque<DeviceCounter> m_counters;

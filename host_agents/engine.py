@@ -290,9 +290,9 @@ class Engine:
 
     # -- barrier ----------------------------------------------------------------------------
 
-    async def barrier_arrive(self, comm: int, epoch: int, timeout: float) -> None:
-        """Arrive at barrier ``epoch`` of ``comm`` and wait for its release."""
-        await self._barrier.arrive(comm, epoch, timeout)
+    def barrier_arrive(self, comm: int, epoch: int, timeout: float) -> asyncio.Future[None]:
+        """Arrive at barrier ``epoch`` of ``comm``; the future completes at its release."""
+        return self._barrier.arrive(comm, epoch, timeout)
 
     def released_epoch(self, comm: int) -> int:
         return self._barrier.released_epoch(comm)

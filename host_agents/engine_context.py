@@ -120,26 +120,42 @@ class EngineContext:
         """Await ``fut``, bounded. A receive (``progress`` counts what arrived) fails when its
         first segment has not come within first_data_timeout or it stops arriving for
         progress_timeout; sends and multicasts are failed by the engine when their peers stop
-        acknowledging (peer_timeout); anything fails past op_timeout."""
+        acknowledging (peer_timeout); anything fails past op_timeout.
+
+        The bounds are a timer beside ``fut``, not ``wait_for(shield(fut))`` in a loop: that
+        took three event-loop passes and a handful of futures per wait, on every rank of
+        every collective (docs/performance.md). Cancelling the caller leaves ``fut`` running,
+        as a shield would."""
+        task = asyncio.ensure_future(fut)
+        if not task.done():
+            await self._bounded(task, what, progress)
+        try:
+            return task.result()
+        except EngineError as exc:
+            raise self.error(f"{what}: {exc}") from exc
+
+    async def _bounded(
+        self, task: asyncio.Future[T], what: str, progress: Callable[[], int] | None
+    ) -> None:
+        """Until ``task`` is done, or raise the collective's error once a bound is passed."""
         opts = self.options
         loop = self.engine.loop
-        task = asyncio.ensure_future(fut)
+        woken: asyncio.Future[None] = loop.create_future()
+        give_up = self.started + opts.op_timeout
         last = progress() if progress else 0
         last_change = loop.time()
-        while True:
+        timer: asyncio.TimerHandle | None = None
+
+        def wake(_done: asyncio.Future[T]) -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        def check() -> None:
+            nonlocal timer, last, last_change
             now = loop.time()
-            remaining = self.started + opts.op_timeout - now
-            if remaining <= 0:
-                raise self.error(f"{what}: gave up after {opts.op_timeout:.0f} s")
-            try:
-                return await asyncio.wait_for(
-                    asyncio.shield(task), min(opts.check_interval, remaining)
-                )
-            except TimeoutError:
-                pass
-            except EngineError as exc:
-                raise self.error(f"{what}: {exc}") from exc
-            now = loop.time()
+            if now >= give_up:
+                woken.set_exception(self.error(f"{what}: gave up after {opts.op_timeout:.0f} s"))
+                return
             current = progress() if progress else last
             if current != last:
                 last, last_change = current, now
@@ -148,11 +164,27 @@ class EngineContext:
             ):
                 task.cancel()
                 if current:
-                    raise self.error(
-                        f"{what}: stalled, no new segment for {now - last_change:.1f} s "
-                        f"after {current} arrived"
+                    woken.set_exception(
+                        self.error(
+                            f"{what}: stalled, no new segment for {now - last_change:.1f} s "
+                            f"after {current} arrived"
+                        )
                     )
-                raise self.error(f"{what}: nothing arrived for {now - last_change:.1f} s")
+                else:
+                    woken.set_exception(
+                        self.error(f"{what}: nothing arrived for {now - last_change:.1f} s")
+                    )
+                return
+            timer = loop.call_at(min(now + opts.check_interval, give_up), check)
+
+        timer = loop.call_at(min(last_change + opts.check_interval, give_up), check)
+        task.add_done_callback(wake)
+        try:
+            await woken
+        finally:
+            if timer is not None:
+                timer.cancel()
+            task.remove_done_callback(wake)
 
     async def wait_all(self, futures: list[asyncio.Future[Any]], what: str) -> None:
         for fut in futures:

@@ -10,7 +10,7 @@ from controller import wire
 from controller.wire import Flag, Op
 from host_agents.transport.config import EngineError
 from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
-from host_agents.transport.to_switch import until_answered
+from host_agents.transport.to_switch import resend_until_answered
 
 
 class Barrier:
@@ -42,16 +42,19 @@ class Barrier:
     def released_epoch(self, comm: int) -> int:
         return self._released.get(comm, 0)
 
-    async def arrive(self, comm: int, epoch: int, timeout: float) -> None:
-        """Arrive at barrier ``epoch`` of ``comm`` and wait for its release."""
+    def arrive(self, comm: int, epoch: int, timeout: float) -> asyncio.Future[None]:
+        """Arrive at barrier ``epoch`` of ``comm``; the future completes at its release (or
+        fails with a PeerTimeout after ``timeout`` seconds of resending)."""
         endpoint = self.endpoint
         released = self._released.get(comm)
         if released is None:
             raise EngineError(f"communicator {comm} is not registered on node {endpoint.node}")
-        if not wire.serial_lt(released, epoch):
-            return
         waiter: asyncio.Future[None] = self.loop.create_future()
-        self._waiters.setdefault(comm, []).append((epoch, waiter))
+        if not wire.serial_lt(released, epoch):
+            waiter.set_result(None)
+            return waiter
+        waiting = self._waiters.setdefault(comm, [])
+        waiting.append((epoch, waiter))
         if wire.serial_lt(self._arrived.get(comm, released), epoch):
             self._arrived[comm] = epoch
         hdr = wire.Header(op=Op.ARRIVE, comm_id=comm, epoch=epoch, src_node=endpoint.node)
@@ -64,13 +67,14 @@ class Barrier:
                 endpoint.send_frame(BROADCAST_MAC, hdr)
                 endpoint.stats.arrives_sent += 1
 
+        def forget(_done: asyncio.Future[None]) -> None:
+            if (epoch, waiter) in waiting:
+                waiting.remove((epoch, waiter))
+
+        waiter.add_done_callback(forget)
         what = f"waiting for RELEASE of barrier epoch {epoch} on communicator {comm}"
-        try:
-            await until_answered(endpoint, waiter, send, timeout, what, self.cfg.barrier_rto_max)
-        finally:
-            waiters = self._waiters.get(comm, [])
-            if (epoch, waiter) in waiters:
-                waiters.remove((epoch, waiter))
+        resend_until_answered(endpoint, waiter, send, timeout, what, self.cfg.barrier_rto_max)
+        return waiter
 
     def on_release(self, hdr: wire.Header) -> None:
         """A RELEASE from this host's own switch."""

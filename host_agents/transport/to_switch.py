@@ -1,6 +1,10 @@
 """What a host asks its own switch, resent until the switch answers: ARRIVE until RELEASE,
 REDUCE until RESULT. Switches keep no timers, so the host's retransmissions drive recovery, and
 a switch answers a duplicate without counting it twice, so resending is always safe.
+
+The resends are timer callbacks on the answer's future, not a coroutine: the answer wakes its
+waiter directly. A coroutine looping over ``wait_for(shield(...))`` cost a barrier several
+event-loop passes and a task of its own on every rank (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -21,27 +25,44 @@ def own_switch(endpoint: Endpoint) -> int:
     return directory.switch_of(endpoint.node) if endpoint.node in directory.places else 0
 
 
-async def until_answered(
+def resend_until_answered(
     endpoint: Endpoint,
     waiter: asyncio.Future[T],
     send: Callable[[bool], None],
     timeout: float,
     what: str,
     backoff_max: float,
-) -> T:
-    """``send(False)`` once, then ``send(True)`` (a retransmission) with exponential backoff
+) -> None:
+    """``send(False)`` now, then ``send(True)`` (a retransmission) with exponential backoff
     from ``barrier_rto`` to ``backoff_max`` until ``waiter`` completes; after ``timeout``
-    seconds a PeerTimeout naming the host's switch and ``what`` it was waiting for."""
-    cfg, loop = endpoint.cfg, endpoint.loop
-    delay = cfg.barrier_rto
+    seconds ``waiter`` fails with a PeerTimeout naming the host's switch and ``what`` it was
+    waiting for. Returns at once; the timers stop when ``waiter`` is done (or cancelled)."""
+    loop = endpoint.loop
     deadline = loop.time() + timeout
+    delay = endpoint.cfg.barrier_rto
+    timer: asyncio.TimerHandle | None = None
+
+    def arm() -> None:
+        nonlocal timer
+        timer = loop.call_at(min(loop.time() + delay, deadline), expire)
+
+    def expire() -> None:
+        nonlocal delay
+        if waiter.done():
+            return
+        if loop.time() >= deadline:
+            waiter.set_exception(PeerTimeout(own_switch(endpoint), what, timeout))
+            return
+        send(True)
+        delay = min(delay * 2, backoff_max)
+        arm()
+
+    def stop(_done: asyncio.Future[T]) -> None:
+        if timer is not None:
+            timer.cancel()
+
     send(False)
-    while True:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise PeerTimeout(own_switch(endpoint), what, timeout)
-        try:
-            return await asyncio.wait_for(asyncio.shield(waiter), min(delay, remaining))
-        except TimeoutError:
-            send(True)
-            delay = min(delay * 2, backoff_max)
+    if waiter.done():  # answered synchronously (an in-process fabric delivers at once)
+        return
+    arm()
+    waiter.add_done_callback(stop)

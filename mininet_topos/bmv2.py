@@ -19,8 +19,6 @@ from pathlib import Path
 from mininet_topos.environment import BMV2_ENV, bmv2_flavour, default_bmv2
 from mininet_topos.runstate import RunRegistry
 
-BINARY = "simple_switch_grpc"
-
 
 def describe(binary: str) -> dict[str, str]:
     """What results record about the switches that produced them."""
@@ -59,7 +57,7 @@ class Bmv2Config:
     log_level: str | None = None  # None: no per-packet log (fast); "debug"/"trace" for debugging
     pcap_dir: Path | None = None
     netns: str | None = None  # run inside this named network namespace
-    binary: str = BINARY
+    binary: str = field(default_factory=default_bmv2)
     extra_args: list[str] = field(default_factory=list)
 
     @property

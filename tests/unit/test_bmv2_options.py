@@ -35,3 +35,19 @@ def test_pcap_only_when_asked() -> None:
     assert "--pcap" not in Bmv2Options().config("ncs0", 0, ports).command()
     command = Bmv2Options(pcap_dir=Path("logs")).config("ncs0", 0, ports).command()
     assert command[command.index("--pcap") + 1] == "logs"
+
+
+def test_a_switch_configured_outside_a_network_runs_the_selected_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The single-switch data-plane harness builds its Bmv2Config directly: it must run the
+    BMv2 the user selected (make BMV2=, NETCOLL_BMV2), like the Mininet switches, not
+    whichever simple_switch_grpc is first on PATH."""
+    from mininet_topos.bmv2 import Bmv2Config
+
+    monkeypatch.setenv("NETCOLL_BMV2", "/opt/bmv2-fast/bin/simple_switch_grpc")
+    config = Bmv2Config("lab", 1, {1: "sw1"}, "unix:/tmp/lab.sock", Path("/tmp/lab"))
+    assert config.command()[0] == "/opt/bmv2-fast/bin/simple_switch_grpc"
+    monkeypatch.delenv("NETCOLL_BMV2")
+    config = Bmv2Config("lab", 1, {1: "sw1"}, "unix:/tmp/lab.sock", Path("/tmp/lab"))
+    assert config.command()[0] == "simple_switch_grpc"

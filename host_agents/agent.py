@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import dataclasses
 import json
 import logging
+import os
 import sys
 import time
 import traceback
@@ -33,6 +35,8 @@ from host_agents.service_client import ServiceClient
 from host_agents.workload import CollectiveTest, Instance, Workload
 
 LOG = logging.getLogger("netcoll.agent")
+# a directory: every agent runs under cProfile and leaves its statistics there
+PROFILE_ENV = "NETCOLL_AGENT_PROFILE"
 
 
 async def run_test(comm: Comm, test: CollectiveTest, index: int, seed: int) -> list[dict[str, Any]]:
@@ -210,6 +214,18 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def _run_profiled(args: argparse.Namespace) -> dict[str, Any]:
+    """The agent under cProfile, its statistics written to ``$NETCOLL_AGENT_PROFILE/node-N.prof``
+    (``python -m pstats``): where an agent's CPU goes in a real run, wake-ups included."""
+    out = Path(os.environ[PROFILE_ENV])
+    out.mkdir(parents=True, exist_ok=True)
+    profiler = cProfile.Profile()
+    try:
+        return profiler.runcall(asyncio.run, run_agent(args))
+    finally:
+        profiler.dump_stats(out / f"node-{args.node}.prof")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="netcoll host agent (one per Mininet host)")
     parser.add_argument("--node", type=int, required=True, help="this host's node id")
@@ -230,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level, format=f"%(asctime)s node {args.node} %(levelname)s %(message)s"
     )
-    report = asyncio.run(run_agent(args))
+    report = _run_profiled(args) if os.environ.get(PROFILE_ENV) else asyncio.run(run_agent(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report))
     return 1 if report["error"] else 0

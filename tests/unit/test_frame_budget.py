@@ -1,0 +1,162 @@
+"""What one operation costs the emulator, in frames: the protocols' budget.
+
+On the 2-core emulator every frame costs CPU (an agent wake-up, a BMv2 pipeline pass), and the
+time of a collective follows its frame count (docs/performance.md). These tests count, on the
+in-process fabric with Mininet's 9000-byte frames and windows, the frames the agents send and
+receive and the switch passes of one lossless operation on Df(2,4,2), so a change that adds
+frames to an in-network collective, or takes away its lead over the host algorithms, fails
+here rather than showing up as a slower benchmark weeks later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from controller import wire
+from controller.topology import dragonfly
+from host_agents.comm import CommOptions
+from host_agents.engine import EngineConfig
+from mininet_topos.network import windows_for
+from tests.fabric import Cluster, Fabric
+
+pytestmark = pytest.mark.unit
+
+TOPO = dragonfly(2, 4, 2)  # 9 groups, 36 switches, 72 hosts: the benchmarks' network
+HOSTS = tuple(h.node_id for h in TOPO.hosts)
+SEGMENT = wire.max_payload(9000)  # Mininet's links carry 9000-byte frames
+OPERATIONS = 3  # counted after one warm-up operation
+# Loss-recovery timers far beyond a lossless operation's time: 72 ranks in one process can be
+# slow enough on a busy machine for a 50 ms RTO or a 10 ms tail probe to fire spuriously, and
+# what is counted here is the protocol's lossless budget, not the host's load
+QUIET_TIMERS = {
+    "rto_initial": 5.0,
+    "rto_min": 5.0,
+    "rto_max": 10.0,
+    "tail_delay": 2.0,
+    "nack_delay": 1.0,
+    "coroot_probe_delay": 2.0,
+    "repair_quiet_min": 2.0,
+}
+
+
+@dataclass(frozen=True)
+class Budget:
+    agents_sent: float
+    agents_received: float
+    switch_passes: float  # ingress passes; a frame crossing three switches counts three
+
+    @property
+    def agent_frames(self) -> float:
+        return self.agents_sent + self.agents_received
+
+
+def count(collective: str, algorithm: str, size: int, ack_merge: str = "coroots") -> Budget:
+    """Frames per operation, averaged over OPERATIONS lossless ones on every rank."""
+    counts: Counter[str] = Counter()
+
+    class CountingFabric(Fabric):
+        def host_transmit(self, node: int, frame: bytes) -> None:
+            counts["sent"] += 1
+            super().host_transmit(node, frame)
+
+        def _at_switch(self, switch: int, in_port: int, frame: bytes) -> None:
+            counts["passes"] += 1
+            super()._at_switch(switch, in_port, frame)
+
+        def _at_host(self, node: int, frame: bytes) -> None:
+            counts["received"] += 1
+            super()._at_host(node, frame)
+
+    settings: dict[str, Any] = {"segment_size": SEGMENT, **windows_for(SEGMENT), **QUIET_TIMERS}
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            TOPO,
+            HOSTS,
+            loop=loop,
+            config=EngineConfig(**settings),
+            options=CommOptions(ack_merge=ack_merge),
+        )
+        cluster.fabric.__class__ = CountingFabric
+        data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+
+        async def operate(n: int) -> None:
+            async def one(comm_index: int) -> None:
+                comm = cluster.comms[comm_index]
+                for _ in range(n):
+                    if collective == "barrier":
+                        await comm.barrier(algorithm=algorithm)
+                    else:
+                        mine = data if comm.rank == 0 else None
+                        got = await comm.bcast(mine, 0, size=size, algorithm=algorithm)
+                        assert bytes(got) == data
+
+            await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(len(HOSTS)))), 120)
+
+        await operate(1)
+        counts.clear()
+        await operate(OPERATIONS)
+        for comm in cluster.comms:
+            await comm.settle()
+
+    asyncio.run(main())
+    return Budget(
+        counts["sent"] / OPERATIONS,
+        counts["received"] / OPERATIONS,
+        counts["passes"] / OPERATIONS,
+    )
+
+
+def test_the_in_network_barrier_costs_one_frame_out_and_one_in_per_rank() -> None:
+    budget = count("barrier", "innet", 0)
+    # 72 ARRIVEs in, 72 RELEASEs out; the switches pass the 72 ARRIVEs, 35 merged ARRIVEs up
+    # the tree and 35 RELEASEs down it (36 switches): no retransmission, no extra frame
+    assert budget == Budget(72, 72, 72 + 35 + 35)
+    host = count("barrier", "gather_bcast", 0)
+    assert host.agent_frames >= 3.5 * budget.agent_frames
+    assert host.switch_passes >= 3 * budget.switch_passes
+
+
+def test_a_switch_merged_broadcast_costs_its_segments_and_one_ack_per_receiver() -> None:
+    budget = count("bcast", "innet", 16384, ack_merge="switch")
+    segments = -(-16384 // SEGMENT)
+    receivers = len(HOSTS) - 1
+    # the root's segments and one checkpoint ACK per receiver; every receiver gets each
+    # segment once and the root gets the one merged ACK
+    assert budget.agents_sent <= segments + receivers + 1
+    assert budget.agents_received <= segments * receivers + 2
+    binomial = count("bcast", "binomial", 16384)
+    # binomial moves every segment through a rank that must receive and resend it, and
+    # acknowledges each message: about twice the frames at both agents and switches
+    assert binomial.agent_frames >= 1.9 * budget.agent_frames
+    assert binomial.switch_passes >= 1.9 * budget.switch_passes
+
+
+ROWS = (
+    ("barrier", "innet", 0, "coroots"),
+    ("barrier", "gather_bcast", 0, "coroots"),
+    ("barrier", "dissemination", 0, "coroots"),
+    ("bcast", "innet", 16384, "switch"),
+    ("bcast", "innet", 16384, "coroots"),
+    ("bcast", "binomial", 16384, "coroots"),
+    ("bcast", "innet", 1, "switch"),
+    ("bcast", "binomial", 1, "coroots"),
+)
+
+if (
+    __name__ == "__main__"
+):  # the table in docs/performance.md: python -m tests.unit.test_frame_budget
+    print("| operation | agents send | agents receive | switch ingress passes |")
+    print("|---|---:|---:|---:|")
+    for collective, algorithm, size, merge in ROWS:
+        b = count(collective, algorithm, size, merge)
+        what = f"{collective} {size} B, {algorithm}" + (f", {merge} ACKs" if size else "")
+        print(
+            f"| {what} | {b.agents_sent:,.1f} | {b.agents_received:,.1f} | {b.switch_passes:,.1f} |"
+        )

@@ -33,11 +33,6 @@ def checkpoint_reached(cum: int, seg_count: int, every: int) -> int:
     return cum // every
 
 
-def checkpoint_of(seg: int, seg_count: int, every: int) -> int:
-    """The checkpoint ordinal segment ``seg`` completes (the last one is capped at the final)."""
-    return min(seg // every + 1, checkpoint_reached(seg_count, seg_count, every))
-
-
 def checkpoint_cum(ordinal: int, seg_count: int, every: int) -> int:
     """The cumulative ACK checkpoint ``ordinal`` stands for."""
     return min(ordinal * every, seg_count)
@@ -76,7 +71,9 @@ class SwitchAcks:
     def repeat(self, hdr: wire.Header, cum: int, seg_count: int) -> None:
         """Segment ``hdr.seg_idx`` came again to a receiver holding ``cum`` segments in order:
         repeat the checkpoint the segment belongs to, if reached and not just repeated."""
-        asked = checkpoint_of(hdr.seg_idx, seg_count, self.every)
+        asked = min(
+            hdr.seg_idx // self.every + 1, checkpoint_reached(seg_count, seg_count, self.every)
+        )
         if checkpoint_reached(cum, seg_count, self.every) < asked:
             return  # not there yet: the ACK goes when it is
         key = (McastKey.of(hdr), asked)

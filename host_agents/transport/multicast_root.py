@@ -21,7 +21,6 @@ from host_agents.transport.config import PeerTimeout
 from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
-from host_agents.transport.merged_acks import checkpoint_of
 from host_agents.transport.messages import Source, segment_bounds, segment_count
 from host_agents.transport.rtt import RttEstimate
 
@@ -46,7 +45,6 @@ class McastRoot:
         self.key = key
         self.source = source
         self.receivers = plan.receivers
-        self.merged = bool(plan.merged_by)  # the root's switch merges every receiver's ACKs
         self.seg_count = segment_count(source.size, cfg.segment_size)
         self.cum = dict.fromkeys(plan.ack_sources, 0)  # ACK source -> segments it has
         # the root merges the ACKs of its own dragonfly group
@@ -196,10 +194,7 @@ class MulticastRoots:
         first = root.slowest
         segments = range(first, min(first + 4, root.next_new))
         behind = self._behind(root, first)
-        if root.merged:
-            for seg in self._merged_probe(root, first):
-                self._transmit(root, seg, retransmit=True)
-        elif len(behind) > max(1, len(root.receivers) // 4):
+        if len(behind) > max(1, len(root.receivers) // 4):
             for seg in segments:  # many behind: one copy down the whole tree serves them all
                 self._transmit(root, seg, retransmit=True)
         else:
@@ -210,22 +205,6 @@ class MulticastRoots:
                 self._repair_one(root, first, node)
         root.backoff *= 2
         root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
-
-    def _merged_probe(self, root: McastRoot, first: int) -> list[int]:
-        """What goes down the tree again when the switches' merged ACK is late: nobody can be
-        told apart, and on a loaded emulator the ACK is usually late, not lost (every receiver
-        has everything). The first unacknowledged segment repairs a real loss of it and makes
-        every receiver that has it repeat its checkpoint; the newest sent, when it belongs to a
-        later checkpoint, makes the complete receivers repeat their latest, so a late ACK costs
-        one or two segments per receiver, not four (receivers ask for other gaps themselves)."""
-        probe = [first]
-        newest = root.next_new - 1
-        every = max(1, self.cfg.ack_every)
-        if checkpoint_of(newest, root.seg_count, every) > checkpoint_of(
-            first, root.seg_count, every
-        ):
-            probe.append(newest)
-        return probe
 
     def _behind(self, root: McastRoot, first: int) -> list[int]:
         """The nodes whose reports hold the root at ``first``: co-roots, direct receivers, or

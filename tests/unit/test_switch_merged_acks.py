@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import pytest
 
@@ -342,44 +341,3 @@ def test_ack_merge_mode_is_checked() -> None:
             Cluster(TOPO, HOSTS[:2], loop=loop, options=CommOptions(ack_merge="hosts"))
 
     run(body, timeout=10)
-
-
-def test_a_late_merged_ack_costs_the_tree_one_or_two_segments_per_timeout() -> None:
-    """Every receiver has the whole message but the merged ACKs are lost on the root's link
-    until the root has timed out three times (on a loaded emulator they are usually late).
-    Nobody can be told apart behind a merged ACK, so each timeout sends the first
-    unacknowledged segment and the newest (a later checkpoint) down the tree: every receiver
-    repeats its checkpoints and the root completes. Four segments per timeout, as for
-    co-roots' many-behind case, cost the 16 KiB broadcasts of Df(2,4,2) twice the repairs."""
-    root = 4
-    root_host = TOPO.host_by_node(HOSTS[root])
-    lost = [0]
-    timeouts = [0]
-
-    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
-        if link == (root_host.switch, root_host.port) and is_merged_ack(frame) and timeouts[0] < 3:
-            lost[0] += 1
-            return True
-        return False
-
-    config = dataclasses.replace(CONFIG, ack_every=4, rto_initial=0.05, rto_min=0.05)
-
-    async def body(loop: asyncio.AbstractEventLoop) -> None:
-        cluster = Cluster(
-            TOPO, HOSTS, loop=loop, config=config, options=SWITCH, faults=Faults(drop_if=drop_if)
-        )
-        roots = cluster.comms[root].engine._roots
-        on_timeout = roots._on_timeout
-
-        def counted(mcast: Any) -> None:
-            timeouts[0] += 1
-            on_timeout(mcast)
-
-        roots._on_timeout = counted  # type: ignore[method-assign]
-        data = random.Random(7).randbytes(KIB16)  # 12 segments, checkpoints at 4, 8 and 12
-        await bcast(cluster.comms, root, data)
-        resent = cluster.comms[root].engine.stats.mcast_retransmissions
-        assert lost[0] >= 3 and timeouts[0] >= 3
-        assert resent <= 2 * timeouts[0], f"{resent} segments resent in {timeouts[0]} timeouts"
-
-    run(body)

@@ -21,6 +21,8 @@ from host_agents.report import Row, aggregate
 from host_agents.workload import Workload
 
 Spawner = Callable[[int, list[str]], "subprocess.Popen[bytes]"]
+# how often the launcher looks for agents that exited (a crash stops the run at once)
+EXIT_CHECK_S = 0.25
 
 
 @dataclass
@@ -80,30 +82,32 @@ class Launcher:
         started = time.perf_counter()
         procs: dict[int, subprocess.Popen[bytes]] = {}
         result = LaunchResult()
+        crashed: list[tuple[int, int]] = []  # (node, exit status): gone without results
         try:
             for node in workload.members:
                 procs[node] = self.spawn(node, self._argv(node, run))
-            deadline = time.monotonic() + timeout
-            for node, proc in procs.items():
-                remaining = max(0.1, deadline - time.monotonic())
-                try:
-                    proc.wait(remaining)
-                except subprocess.TimeoutExpired:
-                    result.errors.append(f"node {node}: no result within {timeout:.0f} s (killed)")
+            crashed = self._wait(procs, run, timeout, result)
         finally:
             for proc in procs.values():
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait(5)
         result.seconds = time.perf_counter() - started
+        # the agent that died first is the cause; the others' errors (a rendezvous or a peer
+        # that never answered) follow from it
+        for node, status in crashed:
+            last = self._last_line(run, node)
+            result.errors.append(
+                f"node {node}: exited with status {status} without results: {last}"
+            )
         for node in workload.members:
             path = run / "results" / f"{node}.json"
             if not path.exists():
-                log = (
-                    (run / "logs" / f"{node}.log").read_text(errors="replace").strip().splitlines()
-                )
+                if any(node == c for c, _ in crashed):
+                    continue
+                cause = f"; stopped after node {crashed[0][0]} exited" if crashed else ""
                 result.errors.append(
-                    f"node {node}: wrote no results ({log[-1] if log else 'no log'})"
+                    f"node {node}: wrote no results ({self._last_line(run, node)}){cause}"
                 )
                 continue
             report = json.loads(path.read_text())
@@ -112,6 +116,42 @@ class Launcher:
                 result.errors.append(f"node {node} (rank {report.get('rank')}): {report['error']}")
         result.rows = aggregate(result.reports.values())
         return result
+
+    def _wait(
+        self,
+        procs: dict[int, subprocess.Popen[bytes]],
+        run: Path,
+        timeout: float,
+        result: LaunchResult,
+    ) -> list[tuple[int, int]]:
+        """Until every agent exits, ``timeout`` passes, or an agent exits without writing its
+        results (a crash: the others would wait for it at the rendezvous or as a peer until
+        their own timeouts, minutes away). The crashed agents, in the order they were found."""
+        deadline = time.monotonic() + timeout
+        running = dict(procs)
+        crashed: list[tuple[int, int]] = []
+        while running:
+            for node, proc in list(running.items()):
+                status = proc.poll()
+                if status is None:
+                    continue
+                del running[node]
+                if status != 0 and not (run / "results" / f"{node}.json").exists():
+                    crashed.append((node, status))
+            if crashed or not running:
+                return crashed
+            if time.monotonic() >= deadline:
+                for node in running:
+                    result.errors.append(f"node {node}: no result within {timeout:.0f} s (killed)")
+                return crashed
+            time.sleep(EXIT_CHECK_S)
+        return crashed
+
+    @staticmethod
+    def _last_line(run: Path, node: int) -> str:
+        path = run / "logs" / f"{node}.log"
+        lines = path.read_text(errors="replace").strip().splitlines() if path.exists() else []
+        return lines[-1] if lines else "no log"
 
     def _argv(self, node: int, run: Path) -> list[str]:
         return [

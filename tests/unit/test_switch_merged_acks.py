@@ -341,3 +341,66 @@ def test_ack_merge_mode_is_checked() -> None:
             Cluster(TOPO, HOSTS[:2], loop=loop, options=CommOptions(ack_merge="hosts"))
 
     run(body, timeout=10)
+
+
+def test_a_late_merged_ack_is_asked_for_with_a_probe_not_with_data() -> None:
+    """Every receiver has the message but the merged ACK is lost on the root's link. Behind a
+    merged ACK the root cannot tell who is behind; it first sends a PROBE (a header, no data)
+    down the tree, every receiver repeats its checkpoint, and the root completes without
+    resending a segment to 19 receivers."""
+    root = 4
+    root_host = TOPO.host_by_node(HOSTS[root])
+    lost = [0]
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        if link == (root_host.switch, root_host.port) and is_merged_ack(frame) and not lost[0]:
+            lost[0] = 1
+            return True
+        return False
+
+    config = dataclasses.replace(PATIENT, rto_initial=0.05, rto_min=0.05)
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO, HOSTS, loop=loop, config=config, options=SWITCH, faults=Faults(drop_if=drop_if)
+        )
+        await bcast(cluster.comms, root, random.Random(7).randbytes(KIB16))
+        stats = cluster.comms[root].engine.stats
+        assert lost[0] == 1
+        assert stats.mcast_probes == 1
+        assert stats.mcast_retransmissions == 0, "a probe answered: no segment resent"
+
+    run(body)
+
+
+def test_a_receiver_missing_a_segment_asks_for_it_when_probed() -> None:
+    """The last segment is lost on the way to one receiver and the merged ACK therefore never
+    completes: the root's PROBE makes that receiver ask (NACK) at once, and the broadcast
+    completes; a second timeout would resend data down the tree if the probe went unanswered."""
+    root = 4
+    victim = TOPO.host_by_node(HOSTS[9])
+    lost = [0]
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        try:
+            hdr = wire.parse_frame(frame, check_crc=False).hdr
+        except wire.WireError:
+            return False
+        last = hdr.op == wire.Op.MCAST and hdr.flags & wire.Flag.LAST and not lost[0]
+        if link == (victim.switch, victim.port) and last:
+            lost[0] = 1
+            return True
+        return False
+
+    config = dataclasses.replace(PATIENT, rto_initial=0.05, rto_min=0.05)
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO, HOSTS, loop=loop, config=config, options=SWITCH, faults=Faults(drop_if=drop_if)
+        )
+        await bcast(cluster.comms, root, random.Random(8).randbytes(KIB16))
+        assert lost[0] == 1
+        assert cluster.comms[root].engine.stats.mcast_probes >= 1
+        assert cluster.comms[9].engine.stats.nacks_sent >= 1
+
+    run(body)

@@ -110,10 +110,6 @@ class Flag:
     # it cannot tell). Whoever resent it learns how long the original's round trip really
     # was (host_agents.transport)
     DUPLICATE = 0x40
-    # a multicast frame without data (switch-merged ACKs): the root's merged ACK is late and
-    # it asks every receiver to repeat its checkpoint, or to ask for what it lacks, before it
-    # resends segments down the whole tree; seg_idx is the first segment it waits for
-    PROBE = 0x80
 
 
 HELD_UNKNOWN = (1 << 32) - 1  # a D-SACK whose receiver no longer knows when it got the segment

@@ -226,12 +226,6 @@ def scenario_replication_exact_children(sut: SwitchUnderTest) -> None:
     assert ports_of(out) == {2: 1, 3: 1, CHILD_PORT: 1}
     for frames in parsed(out).values():
         assert bytes(frames[0].payload) == b"x" * 100 and frames[0].hdr.root_node == 1
-    # a root's PROBE (switch-merged ACKs: a header, no data) goes where its segments go
-    probe = frame(Op.MCAST, src=1, comm_id=COMM, root_node=1, flags=wire.Flag.PROBE, seg_idx=3)
-    out = sut.send(1, probe)
-    assert ports_of(out) == {2: 1, 3: 1, CHILD_PORT: 1}
-    for frames in parsed(out).values():
-        assert frames[0].hdr.flags == wire.Flag.PROBE and not bytes(frames[0].payload)
 
 
 def scenario_reverse_path_drop(sut: SwitchUnderTest) -> None:

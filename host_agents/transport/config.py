@@ -110,7 +110,6 @@ class EngineStats:
     # was slow, not lost
     spurious_retransmissions: int = 0
     mcast_retransmissions: int = 0
-    mcast_probes: int = 0  # PROBEs down a switch-merged tree whose ACK was late
     acks_sent: int = 0
     mcast_acks_at_root: int = 0  # multicast ACK frames reaching this node as a multicast root
     nacks_sent: int = 0

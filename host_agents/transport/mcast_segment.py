@@ -40,21 +40,3 @@ def send_mcast_segment(
     dst_mac = BROADCAST_MAC if repair_to is None else endpoint.directory.mac(repair_to)
     endpoint.send_frame(dst_mac, hdr, source.view[start:end])
     endpoint.stats.data_sent += 1
-
-
-def send_mcast_probe(endpoint: Endpoint, key: McastKey, source: Source, first: int) -> None:
-    """A PROBE down the tree of ``key``: a header naming the first segment the root waits for,
-    no data (host_agents.transport.multicast_receiver answers it)."""
-    hdr = wire.Header(
-        op=Op.MCAST,
-        comm_id=key.comm,
-        epoch=key.epoch,
-        tree=key.tree,
-        flags=Flag.PROBE,
-        src_node=endpoint.node,
-        root_node=key.root,
-        seg_idx=first,
-        seg_count=segment_count(source.size, endpoint.cfg.segment_size),
-        msg_len=source.size,
-    )
-    endpoint.send_frame(BROADCAST_MAC, hdr)

@@ -78,10 +78,6 @@ class MulticastReceiver:
             self.endpoint.drop(Refusal.NOT_RECEIVER, hdr)
             return
         merged = not no_ack and self._merged(hdr)
-        if hdr.flags & Flag.PROBE:
-            if merged:
-                self._answer_probe(key, hdr, target)
-            return
         completed = self.inbox.completed.get(key)
         if completed is not None:
             self.endpoint.stats.duplicates += 1
@@ -134,21 +130,6 @@ class MulticastReceiver:
             msg.ack_timer = self.loop.call_later(
                 self.cfg.ack_delay, self._ack_now, msg, hdr, target
             )
-
-    def _answer_probe(self, key: McastKey, hdr: wire.Header, target: int) -> None:
-        """The root's merged ACK is late (a PROBE, no data): repeat the checkpoint of the
-        segment it waits for, as a retransmission of that segment would make us, and if we
-        lack part of the message, ask for it now instead of at our own timer."""
-        completed = self.inbox.completed.get(key)
-        msg = self.inbox.messages.get(key)
-        if completed is None and msg is None:
-            return  # nothing of it here: the segments the root sends next bring it
-        cum = completed if completed is not None else msg.contiguous  # type: ignore[union-attr]
-        self.switch_acks.repeat(hdr, cum, hdr.seg_count)
-        if msg is not None and not msg.done.done() and msg.nack_timer is not None:
-            msg.nack_timer.cancel()
-            msg.nack_timer = None
-            self._nack(msg, hdr, target)
 
     def _learn_tail_quiet(self, *, repaired: bool) -> None:
         """A segment of a message we NACKed arrived: as a repair (the loss was real, ask

@@ -20,7 +20,7 @@ from host_agents.transport.aggregation import Aggregator
 from host_agents.transport.config import PeerTimeout
 from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.keys import McastKey
-from host_agents.transport.mcast_segment import send_mcast_probe, send_mcast_segment
+from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.messages import Source, segment_bounds, segment_count
 from host_agents.transport.rtt import RttEstimate
 
@@ -45,8 +45,6 @@ class McastRoot:
         self.key = key
         self.source = source
         self.receivers = plan.receivers
-        self.merged = bool(plan.merged_by)  # the root's switch merges every receiver's ACKs
-        self.probed = False  # a PROBE went down the tree since the last progress
         self.seg_count = segment_count(source.size, cfg.segment_size)
         self.cum = dict.fromkeys(plan.ack_sources, 0)  # ACK source -> segments it has
         # the root merges the ACKs of its own dragonfly group
@@ -196,16 +194,6 @@ class MulticastRoots:
         first = root.slowest
         segments = range(first, min(first + 4, root.next_new))
         behind = self._behind(root, first)
-        if root.merged and not root.probed:
-            # behind a merged ACK nobody can be told apart, and on a loaded emulator it is
-            # usually late with every receiver complete: ask first, with one header each
-            # (they repeat their checkpoints, or ask for what they lack); data follows at
-            # the next timeout if nothing moves
-            send_mcast_probe(self.endpoint, root.key, root.source, first)
-            self.endpoint.stats.mcast_probes += 1
-            root.probed = True
-            root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
-            return
         if len(behind) > max(1, len(root.receivers) // 4):
             for seg in segments:  # many behind: one copy down the whole tree serves them all
                 self._transmit(root, seg, retransmit=True)
@@ -259,7 +247,6 @@ class MulticastRoots:
             if sent is not None and newest not in root.last_repair:  # Karn: clean samples only
                 root.rtt.sample(now - sent, self.cfg)
             root.backoff = 1.0
-            root.probed = False
             if root.timer is not None:
                 root.timer.cancel()
                 root.timer = None

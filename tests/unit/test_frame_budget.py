@@ -19,6 +19,7 @@ import pytest
 
 from controller import wire
 from controller.topology import dragonfly
+from host_agents.collectives import Call
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig
 from mininet_topos.network import windows_for
@@ -92,6 +93,10 @@ def count(collective: str, algorithm: str, size: int, ack_merge: str = "coroots"
                 for _ in range(n):
                     if collective == "barrier":
                         await comm.barrier(algorithm=algorithm)
+                    elif collective == "allreduce":
+                        vector = data[: size - size % 4] or bytes(4)
+                        call = Call(vector, 0, len(vector), "sum")
+                        await comm.run("allreduce", call, algorithm=algorithm)
                     else:
                         mine = data if comm.rank == 0 else None
                         got = await comm.bcast(mine, 0, size=size, algorithm=algorithm)
@@ -138,6 +143,19 @@ def test_a_switch_merged_broadcast_costs_its_segments_and_one_ack_per_receiver()
     assert binomial.switch_passes >= 1.9 * budget.switch_passes
 
 
+def test_an_in_network_allreduce_costs_one_frame_each_way_per_chunk_and_rank() -> None:
+    """A REDUCE carries wire.AGG_LANES 32-bit lanes: 4 bytes take one chunk, like a barrier;
+    1 KiB takes 1024 / (4 * AGG_LANES) chunks, each costing what the 4-byte case costs. That is
+    why it moves more frames than binomial's one 1 KiB message per rank (docs/performance.md)."""
+    one_chunk = count("allreduce", "innet", 4)
+    assert one_chunk == Budget(72, 72, 72 + 35 + 35)
+    chunks = 1024 // (4 * wire.AGG_LANES)
+    assert count("allreduce", "innet", 1024) == Budget(
+        72 * chunks, 72 * chunks, (72 + 35 + 35) * chunks
+    )
+    assert count("allreduce", "binomial", 4).agent_frames >= 3.5 * one_chunk.agent_frames
+
+
 ROWS = (
     ("barrier", "innet", 0, "coroots"),
     ("barrier", "gather_bcast", 0, "coroots"),
@@ -147,6 +165,12 @@ ROWS = (
     ("bcast", "binomial", 16384, "coroots"),
     ("bcast", "innet", 1, "switch"),
     ("bcast", "binomial", 1, "coroots"),
+    ("allreduce", "innet", 4, "coroots"),
+    ("allreduce", "binomial", 4, "coroots"),
+    ("allreduce", "recursive_doubling", 4, "coroots"),
+    ("allreduce", "innet", 1024, "coroots"),
+    ("allreduce", "binomial", 1024, "coroots"),
+    ("allreduce", "recursive_doubling", 1024, "coroots"),
 )
 
 if (
@@ -156,7 +180,8 @@ if (
     print("|---|---:|---:|---:|")
     for collective, algorithm, size, merge in ROWS:
         b = count(collective, algorithm, size, merge)
-        what = f"{collective} {size} B, {algorithm}" + (f", {merge} ACKs" if size else "")
+        acks = f", {merge} ACKs" if (collective, algorithm) == ("bcast", "innet") else ""
+        what = f"{collective} {size} B, {algorithm}{acks}"
         print(
             f"| {what} | {b.agents_sent:,.1f} | {b.agents_received:,.1f} | {b.switch_passes:,.1f} |"
         )

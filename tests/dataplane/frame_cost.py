@@ -12,12 +12,12 @@ NETCOLL_BMV2 picks the build):
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
 from controller.wire import Op
 from mininet_topos.environment import default_bmv2
+from mininet_topos.measure import process_cpu_seconds
 from mininet_topos.single_switch import SingleSwitchLab
 from tests.dataplane_scenarios import ALL_PORTS, base_state, frame
 from tests.requirements import BUILD_DIR, switch_unavailable
@@ -26,14 +26,11 @@ BURST = 10
 PAUSE_S = 0.004
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User and system time of every thread of ``pid``."""
-    ticks = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{tid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+def switch_cpu_seconds(pid: int) -> float:
+    seconds = process_cpu_seconds(pid)  # every thread of the process
+    if seconds is None:
+        raise RuntimeError(f"the switch (pid {pid}) exited during the measurement")
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                     return n
                 n += 1
 
-        cpu_before, started = process_cpu_seconds(pid), time.monotonic()
+        cpu_before, started = switch_cpu_seconds(pid), time.monotonic()
         for sent in range(1, args.frames + 1):
             into.send(unicast)
             if sent % BURST == 0:
@@ -69,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                 forwarded += drain()
         time.sleep(1.0)
         forwarded += drain()
-        cpu = process_cpu_seconds(pid) - cpu_before
+        cpu = switch_cpu_seconds(pid) - cpu_before
         wall = time.monotonic() - started
     print(
         f"{default_bmv2()}: {forwarded} of {args.frames} frames forwarded in {wall:.1f} s; "

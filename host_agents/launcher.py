@@ -82,7 +82,7 @@ class Launcher:
         started = time.perf_counter()
         procs: dict[int, subprocess.Popen[bytes]] = {}
         result = LaunchResult()
-        crashed: list[tuple[int, int]] = []  # (node, exit status): gone without results
+        crashed: dict[int, int] = {}  # node -> exit status: gone without results, in that order
         try:
             for node in workload.members:
                 procs[node] = self.spawn(node, self._argv(node, run))
@@ -95,7 +95,7 @@ class Launcher:
         result.seconds = time.perf_counter() - started
         # the agent that died first is the cause; the others' errors (a rendezvous or a peer
         # that never answered) follow from it
-        for node, status in crashed:
+        for node, status in crashed.items():
             last = self._last_line(run, node)
             result.errors.append(
                 f"node {node}: exited with status {status} without results: {last}"
@@ -103,9 +103,9 @@ class Launcher:
         for node in workload.members:
             path = run / "results" / f"{node}.json"
             if not path.exists():
-                if any(node == c for c, _ in crashed):
+                if node in crashed:
                     continue
-                cause = f"; stopped after node {crashed[0][0]} exited" if crashed else ""
+                cause = f"; stopped after node {next(iter(crashed))} exited" if crashed else ""
                 result.errors.append(
                     f"node {node}: wrote no results ({self._last_line(run, node)}){cause}"
                 )
@@ -123,13 +123,14 @@ class Launcher:
         run: Path,
         timeout: float,
         result: LaunchResult,
-    ) -> list[tuple[int, int]]:
+    ) -> dict[int, int]:
         """Until every agent exits, ``timeout`` passes, or an agent exits without writing its
         results (a crash: the others would wait for it at the rendezvous or as a peer until
-        their own timeouts, minutes away). The crashed agents, in the order they were found."""
+        their own timeouts, minutes away). The crashed agents' exit statuses, in the order they
+        were found."""
         deadline = time.monotonic() + timeout
         running = dict(procs)
-        crashed: list[tuple[int, int]] = []
+        crashed: dict[int, int] = {}
         while running:
             for node, proc in list(running.items()):
                 status = proc.poll()
@@ -137,7 +138,7 @@ class Launcher:
                     continue
                 del running[node]
                 if status != 0 and not (run / "results" / f"{node}.json").exists():
-                    crashed.append((node, status))
+                    crashed[node] = status
             if crashed or not running:
                 return crashed
             if time.monotonic() >= deadline:

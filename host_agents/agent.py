@@ -195,8 +195,10 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
         # like MPI_Finalize: a rank keeps serving (co-root ACK merging, repairs) until every
         # rank is done, so nobody's last collective waits on an agent that already left
         if comm.innet:
+            # first what the last collectives left running (a multicast root's ACKs, a
+            # published block's confirmation), while every rank still serves its repairs
+            await comm.settle()
             await comm.barrier(algorithm="innet")
-            await comm.settle()  # confirmations the last collectives left running
         else:
             # a host barrier's last message may lose its ACK after the receiver passed the
             # barrier: stay until the sender's retransmissions (if any) stop

@@ -88,6 +88,12 @@ class CollectiveContext(Protocol):
         """This rank multicasts along its ``tree``; done when every receiver has it all."""
         ...
 
+    def multicast_retained(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
+        """Like :meth:`multicast`, from a copy of ``data``: done when every segment went
+        out once, so the caller may reuse its buffer; the acknowledgements and any repairs
+        go on in the background (the communicator's ``settle`` waits for them)."""
+        ...
+
     def multicast_incoming(self, root: int, tree: int, size: int) -> Incoming:
         """The multicast of rank ``root`` along its ``tree``, as it arrives here."""
         ...

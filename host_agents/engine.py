@@ -49,7 +49,7 @@ from host_agents.transport.inbox import Inbox
 from host_agents.transport.keys import McastKey, UnicastKey
 from host_agents.transport.messages import Incoming, Source
 from host_agents.transport.multicast_receiver import MulticastReceiver
-from host_agents.transport.multicast_root import MulticastRoots
+from host_agents.transport.multicast_root import McastRoot, MulticastRoots
 from host_agents.transport.probes import Probes
 from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests
 from host_agents.transport.switch_reduce import SwitchReduce
@@ -223,14 +223,15 @@ class Engine:
 
     # -- multicast --------------------------------------------------------------------------
 
-    def mcast_send(self, comm: int, epoch: int, tree: int, source: Data) -> asyncio.Future[None]:
-        """Multicast ``source`` along (comm, this node, tree); completes when every receiver
-        of the plan has acknowledged every segment."""
-        if not isinstance(source, Source):
-            source = Source(source)
+    def mcast_send(self, comm: int, epoch: int, tree: int, source: Data) -> McastRoot:
+        """Multicast ``source`` along (comm, this node, tree): the result's ``sent`` completes
+        when every segment went out once, its ``done`` when every receiver has them all.
+        Bytes are copied (their owner may reuse them once ``sent``); a :class:`Source`, such
+        as a relay's incoming message, is the engine's own and is not."""
         assert self.plan is not None, "multicast needs a plan function"
-        plan = self.plan(comm, self.node, tree)
-        return self._roots.send(McastKey(self.node, comm, epoch, tree), source, plan)
+        source = source if isinstance(source, Source) else Source(bytes(source))
+        key = McastKey(self.node, comm, epoch, tree)
+        return self._roots.send(key, source, self.plan(comm, self.node, tree))
 
     def mcast_publish(
         self, comm: int, epoch: int, tree: int, data: bytes | bytearray | memoryview

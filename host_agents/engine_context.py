@@ -197,7 +197,22 @@ class EngineContext:
         return self.engine.cfg.segment_size
 
     def multicast(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
-        return self.engine.mcast_send(self.comm_id, self.epoch, tree, data)
+        return self.engine.mcast_send(self.comm_id, self.epoch, tree, data).done
+
+    def multicast_retained(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
+        root = self.engine.mcast_send(self.comm_id, self.epoch, tree, data)
+        what = f"{self.name} instance {self.epoch}: acknowledgements of this rank's multicast"
+        self.comm.in_background(self._acknowledged(root.done, what))
+        return root.sent
+
+    async def _acknowledged(self, acknowledged: asyncio.Future[None], what: str) -> None:
+        """The engine fails ``acknowledged`` when receivers stop answering (peer_timeout); by
+        then each of them has failed its own receive, so this rank only reports it."""
+        try:
+            await acknowledged
+        except EngineError as exc:
+            self.engine.stats.unacknowledged_multicasts += 1
+            LOG.warning("%s", self.error(f"{what}: {exc}"))
 
     def multicast_incoming(self, root: int, tree: int, size: int) -> Incoming:
         try:

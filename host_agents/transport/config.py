@@ -111,6 +111,8 @@ class EngineStats:
     spurious_retransmissions: int = 0
     mcast_retransmissions: int = 0
     acks_sent: int = 0
+    # multicasts whose root returned (data sent) but whose receivers never all acknowledged
+    unacknowledged_multicasts: int = 0
     mcast_acks_at_root: int = 0  # multicast ACK frames reaching this node as a multicast root
     nacks_sent: int = 0
     nacks_received: int = 0

@@ -55,7 +55,12 @@ class McastRoot:
         self.last_repair: dict[int, float] = {}  # segment -> when it went down the tree again
         self.unicast_repair: dict[tuple[int, int], float] = {}  # (asker, segment) -> when
         self.askers: dict[int, dict[int, float]] = {}  # segment -> who asked for it, when
-        self.done: asyncio.Future[None] = loop.create_future()
+        self.done: asyncio.Future[None] = loop.create_future()  # every segment acknowledged
+        # every segment transmitted once: a root holding its own copy of the data may return
+        # then (MPI lets a broadcast's root return once its buffer may be reused)
+        self.sent: asyncio.Future[None] = loop.create_future()
+        # the multicast before this one on the same tree, until it is acknowledged
+        self.behind: McastRoot | None = None
         self.last_progress = loop.time()
         self.timer: asyncio.TimerHandle | None = None
         self.sent_at: dict[int, float] = {}  # first transmission of each segment (Karn)
@@ -86,6 +91,9 @@ class MulticastRoots:
         self._roots: dict[McastKey, McastRoot] = {}
         # round trips per (comm, root, tree): each multicast starts from what the last measured
         self._rtt: dict[tuple[int, int], RttEstimate] = {}
+        # (comm, tree) -> its newest multicast: one at a time per tree, because the switches
+        # merge one multicast's ACKs per tree (a cell holds one epoch's cumulative ACKs)
+        self._newest: dict[tuple[int, int], McastRoot] = {}
         # repaired segments -> the transmission before the last, kept after the multicast
         # completes: a D-SACK (the receiver had it) usually comes after the last ACK
         self._resent: dict[tuple[McastKey, int], float] = {}
@@ -99,10 +107,13 @@ class MulticastRoots:
             self._roots[key].done.cancel()
         for tree in [t for t in self._rtt if t[0] == comm]:
             del self._rtt[tree]
+        for tree in [t for t in self._newest if t[0] == comm]:
+            del self._newest[tree]
 
-    def send(self, key: McastKey, source: Source, plan: McastPlan) -> asyncio.Future[None]:
-        """Multicast ``source``; completes when every receiver of ``plan`` has acknowledged
-        every segment."""
+    def send(self, key: McastKey, source: Source, plan: McastPlan) -> McastRoot:
+        """Multicast ``source`` to the receivers of ``plan``: the result's ``done`` completes
+        when every receiver has acknowledged every segment, its ``sent`` when every segment
+        went out once (or as ``done`` fails)."""
         rtt = self._rtt.get((key.comm, key.tree))
         if rtt is None:
             rtt = self._rtt[(key.comm, key.tree)] = RttEstimate(self.cfg.rto_initial)
@@ -110,19 +121,41 @@ class MulticastRoots:
         self._roots[key] = root
         source.subscribe(lambda: self._pump(root))
         root.done.add_done_callback(lambda _f: self._finish(root))
+        previous = self._newest.get((key.comm, key.tree))
+        self._newest[(key.comm, key.tree)] = root
         if not plan.receivers:
             root.done.set_result(None)
+        elif previous is not None and not previous.done.done():
+            # a root returns once its segments are out, so its next multicast on the tree
+            # may come before the last one's ACKs: it starts when they are in
+            root.behind = previous
+            previous.done.add_done_callback(lambda _f: self._start_behind(root))
         else:
             self._pump(root)
-        return root.done
+        return root
+
+    def _start_behind(self, root: McastRoot) -> None:
+        root.behind = None
+        root.last_progress = self.loop.time()  # its peers' silence counts from now
+        self._pump(root)
 
     def _finish(self, root: McastRoot) -> None:
         self._roots.pop(root.key, None)
+        tree = (root.key.comm, root.key.tree)
+        if self._newest.get(tree) is root:
+            del self._newest[tree]
         if root.timer is not None:
             root.timer.cancel()
+        if not root.sent.done():
+            if root.done.cancelled():
+                root.sent.cancel()
+            elif root.done.exception() is not None:
+                root.sent.set_exception(root.done.exception())  # type: ignore[arg-type]
+            else:
+                root.sent.set_result(None)
 
     def _pump(self, root: McastRoot) -> None:
-        if root.done.done():
+        if root.done.done() or root.behind is not None:
             return
         while (
             root.next_new < root.seg_count and root.next_new - root.slowest < self.cfg.mcast_window
@@ -132,6 +165,8 @@ class MulticastRoots:
                 break
             self._transmit(root, root.next_new, retransmit=False)
             root.next_new += 1
+        if root.next_new == root.seg_count and not root.sent.done():
+            root.sent.set_result(None)
         if root.timer is None and root.next_new > root.slowest:
             root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
 

@@ -121,6 +121,8 @@ def broadcast(
                 for c in cluster.comms
             )
         )
+        # with its ACKs: the root returned once its segments were out
+        await asyncio.gather(*(c.settle() for c in cluster.comms))
         result["seconds"] = time.perf_counter() - started
         result["cluster"] = cluster
         assert all(g == data for g in got), "a rank got wrong data"

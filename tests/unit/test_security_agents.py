@@ -186,7 +186,7 @@ def test_a_nack_gets_no_published_block_and_no_multicast_repair(who: str) -> Non
         nack_ranges = b"\0\0\0\0\0\0\0\x20"  # segments 0..31
 
         def send_then_attack(comm: int, epoch: int, tree: int, source: object) -> object:
-            fut = send(comm, epoch, tree, source)  # type: ignore[arg-type]
+            sending = send(comm, epoch, tree, source)  # type: ignore[arg-type]
             attacker.send(
                 wire.Header(
                     op=Op.NACK,
@@ -198,12 +198,13 @@ def test_a_nack_gets_no_published_block_and_no_multicast_repair(who: str) -> Non
                 ),
                 nack_ranges,
             )
-            return fut
+            return sending
 
         root.engine.mcast_send = send_then_attack  # type: ignore[method-assign]
         before = root.engine.stats.mcast_retransmissions
         refused = dropped(root, Refusal.NOT_REPORTER)
         await bcast_everywhere(cluster.comms, 0, random.Random(3).randbytes(SIZE), "innet")
+        await root.settle()  # the root's ACKs, and any repair, come after it returned
         assert dropped(root, Refusal.NOT_REPORTER) == refused + 1
         assert root.engine.stats.mcast_retransmissions == before, "the NACK caused a repair"
 

@@ -57,6 +57,8 @@ async def bcast(comms: list[Comm], root: int, data: bytes) -> None:
     )
     for comm, got in zip(comms, results, strict=True):
         assert got == data, f"rank {comm.rank} got wrong data"
+    # the root returned once its segments were out: its ACKs are collected in the background
+    await asyncio.gather(*(c.settle() for c in comms))
 
 
 def acks_at(comm: Comm) -> int:
@@ -251,6 +253,7 @@ def test_receivers_that_have_not_called_bcast_yet_repeat_too() -> None:
         data = random.Random(3).randbytes(KIB16)
         root = cluster.comms[0]
         await asyncio.wait_for(root.bcast(data, 0, size=len(data), algorithm="innet"), 10)
+        await asyncio.wait_for(root.settle(), 10)  # every receiver acknowledged, unasked
         assert lost[0] == 1
         results = await asyncio.gather(
             *(c.bcast(None, 0, size=len(data), algorithm="innet") for c in cluster.comms[1:])

@@ -1,0 +1,156 @@
+"""The root of an in-network broadcast returns once its segments are out.
+
+MPI lets a broadcast's root return as soon as its buffer may be reused. The engine keeps its
+own copy of the data for repairs and collects the ACKs in the background, so the root does
+not wait a round trip through the tree. These tests check what a user relies on: the root
+returns before any ACK could have come back, it may overwrite its buffer at once, a loss
+after it returned is still repaired from the copy, and a failure afterwards is reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+import time
+
+import pytest
+
+from controller import wire
+from controller.topology import Topology, dragonfly
+from host_agents.comm import CommOptions
+from host_agents.engine import EngineConfig
+from tests.fabric import Cluster, Faults
+
+pytestmark = pytest.mark.unit
+
+TOPO: Topology = dragonfly(2, 2, 2)
+MEMBERS = tuple(h.node_id for h in TOPO.hosts)
+LINK_DELAY = 0.005  # seconds per link: an ACK needs at least four of them to come back
+CONFIG = EngineConfig(segment_size=wire.MAX_PAYLOAD, nack_delay=0.002, tail_delay=0.01)
+TIMEOUTS = {"progress_timeout": 20.0, "first_data_timeout": 20.0, "op_timeout": 30.0}
+
+
+def options(mode: str) -> CommOptions:
+    return CommOptions(ack_merge=mode, **TIMEOUTS)  # type: ignore[arg-type]
+
+
+def message() -> bytes:
+    return random.Random(11).randbytes(4 * wire.MAX_PAYLOAD - 5)
+
+
+def to_host(node: int) -> tuple[int, int]:
+    host = TOPO.host_by_node(node)
+    return (host.switch, host.port)
+
+
+@pytest.mark.parametrize("mode", ["switch", "coroots"])
+def test_the_root_returns_before_any_ack_and_may_reuse_its_buffer(mode: str) -> None:
+    member = MEMBERS[-1]
+    lost: list[int] = []
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        """The first copy of the last segment to one member: repaired after the root left."""
+        hdr = wire.parse_frame(frame).hdr
+        resent = hdr.flags & (wire.Flag.RETRANSMIT | wire.Flag.REPAIR)
+        last = hdr.op == wire.Op.MCAST and hdr.seg_idx == 3 and not resent
+        if link == to_host(member) and last and not lost:
+            lost.append(hdr.seg_idx)
+            return True
+        return False
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            TOPO,
+            MEMBERS,
+            loop=loop,
+            config=CONFIG,
+            options=options(mode),
+            faults=Faults(delay=LINK_DELAY, drop_if=drop_if),
+        )
+        root = cluster.comms[0]
+        data = bytearray(message())
+        started = time.perf_counter()
+        await root.bcast(data, 0, size=len(data), algorithm="innet")
+        returned = time.perf_counter() - started
+        assert root.engine.stats.mcast_acks_at_root == 0, "the root waited for an ACK"
+        assert returned < 4 * LINK_DELAY
+        data[:] = bytes(len(data))  # the buffer is the caller's again
+        got = await asyncio.gather(
+            *(c.bcast(None, 0, size=len(data), algorithm="innet") for c in cluster.comms[1:])
+        )
+        assert all(g == message() for g in got), "a repair came from the reused buffer"
+        await asyncio.wait_for(root.settle(), 10)
+        assert lost, "the loss this test is about did not happen"
+        assert root.engine.stats.mcast_acks_at_root >= 1
+        assert root.engine.stats.unacknowledged_multicasts == 0
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_back_to_back_broadcasts_of_one_root_take_turns_on_the_tree() -> None:
+    """The switches merge one multicast's ACKs per tree at a time: a root that returned
+    early and broadcasts again must not start the next before the last is acknowledged,
+    or the switches drop the first one's ACKs and it is repaired until peer_timeout."""
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            TOPO,
+            MEMBERS,
+            loop=loop,
+            config=dataclasses.replace(CONFIG, peer_timeout=5.0),
+            options=options("switch"),
+            faults=Faults(delay=LINK_DELAY),
+        )
+        messages = [random.Random(i).randbytes(3000 + i) for i in range(4)]
+
+        async def rank(comm):  # type: ignore[no-untyped-def]
+            out = []
+            for m in messages:
+                mine = m if comm.rank == 0 else None
+                out.append(await comm.bcast(mine, 0, size=len(m), algorithm="innet"))
+            await comm.settle()
+            return out
+
+        started = time.perf_counter()
+        results = await asyncio.gather(*(rank(c) for c in cluster.comms))
+        assert all(r == messages for r in results)
+        assert time.perf_counter() - started < 5.0, "a multicast waited for peer_timeout"
+        assert cluster.comms[0].engine.stats.unacknowledged_multicasts == 0
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_receivers_that_never_acknowledge_are_reported_after_the_root_returned() -> None:
+    """Every ACK is lost: the root has returned, and its background wait gives up after
+    peer_timeout with a warning and a count instead of failing silently."""
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        return hdr.op in (wire.Op.ACK, wire.Op.NACK)
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            TOPO,
+            MEMBERS,
+            loop=loop,
+            config=dataclasses.replace(CONFIG, peer_timeout=1.0, rto_initial=0.2),
+            options=options("switch"),
+            faults=Faults(drop_if=drop_if),
+        )
+        data = message()
+        got = await asyncio.gather(
+            *(
+                c.bcast(data if c.rank == 0 else None, 0, size=len(data), algorithm="innet")
+                for c in cluster.comms
+            )
+        )
+        assert all(g == data for g in got)
+        root = cluster.comms[0]
+        await asyncio.wait_for(root.settle(), 10)
+        assert root.engine.stats.unacknowledged_multicasts == 1
+
+    asyncio.run(asyncio.wait_for(body(), 30))

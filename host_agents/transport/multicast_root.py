@@ -59,6 +59,10 @@ class McastRoot:
         # every segment transmitted once: a root holding its own copy of the data may return
         # then (MPI lets a broadcast's root return once its buffer may be reused)
         self.sent: asyncio.Future[None] = loop.create_future()
+        # with switch-merged ACKs the root stays until they are in: its next multicast on
+        # the tree must wait for them anyway (below), and returning early put that wait,
+        # several timeouts under loss, into every rank's next broadcast
+        self.returns_early = not plan.merged_by
         # the multicast before this one on the same tree, until it is acknowledged
         self.behind: McastRoot | None = None
         self.last_progress = loop.time()
@@ -91,8 +95,8 @@ class MulticastRoots:
         self._roots: dict[McastKey, McastRoot] = {}
         # round trips per (comm, root, tree): each multicast starts from what the last measured
         self._rtt: dict[tuple[int, int], RttEstimate] = {}
-        # (comm, tree) -> its newest multicast: one at a time per tree, because the switches
-        # merge one multicast's ACKs per tree (a cell holds one epoch's cumulative ACKs)
+        # (comm, tree) -> its newest switch-merged multicast: one at a time per tree, because
+        # the switches merge one multicast's ACKs per tree (a cell holds one epoch's)
         self._newest: dict[tuple[int, int], McastRoot] = {}
         # repaired segments -> the transmission before the last, kept after the multicast
         # completes: a D-SACK (the receiver had it) usually comes after the last ACK
@@ -113,7 +117,7 @@ class MulticastRoots:
     def send(self, key: McastKey, source: Source, plan: McastPlan) -> McastRoot:
         """Multicast ``source`` to the receivers of ``plan``: the result's ``done`` completes
         when every receiver has acknowledged every segment, its ``sent`` when every segment
-        went out once (or as ``done`` fails)."""
+        went out once (with switch-merged ACKs, or on a failure: with ``done``)."""
         rtt = self._rtt.get((key.comm, key.tree))
         if rtt is None:
             rtt = self._rtt[(key.comm, key.tree)] = RttEstimate(self.cfg.rto_initial)
@@ -122,12 +126,13 @@ class MulticastRoots:
         source.subscribe(lambda: self._pump(root))
         root.done.add_done_callback(lambda _f: self._finish(root))
         previous = self._newest.get((key.comm, key.tree))
-        self._newest[(key.comm, key.tree)] = root
+        if plan.merged_by:
+            self._newest[(key.comm, key.tree)] = root
         if not plan.receivers:
             root.done.set_result(None)
-        elif previous is not None and not previous.done.done():
-            # a root returns once its segments are out, so its next multicast on the tree
-            # may come before the last one's ACKs: it starts when they are in
+        elif plan.merged_by and previous is not None and not previous.done.done():
+            # a nonblocking multicast on the tree while the last one's ACKs are being merged:
+            # it starts when they are in (sharing the cells, each delayed the other's ACKs)
             root.behind = previous
             previous.done.add_done_callback(lambda _f: self._start_behind(root))
         else:
@@ -165,7 +170,7 @@ class MulticastRoots:
                 break
             self._transmit(root, root.next_new, retransmit=False)
             root.next_new += 1
-        if root.next_new == root.seg_count and not root.sent.done():
+        if root.next_new == root.seg_count and root.returns_early and not root.sent.done():
             root.sent.set_result(None)
         if root.timer is None and root.next_new > root.slowest:
             root.timer = self.loop.call_later(root.rto, self._on_timeout, root)

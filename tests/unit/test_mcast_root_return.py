@@ -31,8 +31,11 @@ CONFIG = EngineConfig(segment_size=wire.MAX_PAYLOAD, nack_delay=0.002, tail_dela
 TIMEOUTS = {"progress_timeout": 20.0, "first_data_timeout": 20.0, "op_timeout": 30.0}
 
 
-def options(mode: str) -> CommOptions:
-    return CommOptions(ack_merge=mode, **TIMEOUTS)  # type: ignore[arg-type]
+def cluster_of(mode: str, faults: Faults, config: EngineConfig = CONFIG) -> Cluster:
+    """Every host of TOPO in one communicator whose ACKs ``mode`` merges."""
+    options = CommOptions(ack_merge=mode, **TIMEOUTS)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    return Cluster(TOPO, MEMBERS, loop=loop, config=config, options=options, faults=faults)
 
 
 def message() -> bytes:
@@ -59,15 +62,7 @@ def test_the_root_returns_before_any_ack_and_may_reuse_its_buffer() -> None:
         return False
 
     async def body() -> None:
-        loop = asyncio.get_running_loop()
-        cluster = Cluster(
-            TOPO,
-            MEMBERS,
-            loop=loop,
-            config=CONFIG,
-            options=options("coroots"),
-            faults=Faults(delay=LINK_DELAY, drop_if=drop_if),
-        )
+        cluster = cluster_of("coroots", Faults(delay=LINK_DELAY, drop_if=drop_if))
         root = cluster.comms[0]
         data = bytearray(message())
         started = time.perf_counter()
@@ -93,15 +88,7 @@ def test_with_switch_merged_acks_the_root_waits_for_the_merged_ack() -> None:
     that wait (several timeouts) would land in every rank's next broadcast."""
 
     async def body() -> None:
-        loop = asyncio.get_running_loop()
-        cluster = Cluster(
-            TOPO,
-            MEMBERS,
-            loop=loop,
-            config=CONFIG,
-            options=options("switch"),
-            faults=Faults(delay=LINK_DELAY),
-        )
+        cluster = cluster_of("switch", Faults(delay=LINK_DELAY))
         data = message()
         ranks = [
             c.bcast(data if c.rank == 0 else None, 0, size=len(data), algorithm="innet")
@@ -122,14 +109,8 @@ def test_overlapping_switch_merged_broadcasts_of_one_root_take_turns_on_the_tree
     replace each other's cells and wait for repeats until peer_timeout."""
 
     async def body() -> None:
-        loop = asyncio.get_running_loop()
-        cluster = Cluster(
-            TOPO,
-            MEMBERS,
-            loop=loop,
-            config=dataclasses.replace(CONFIG, peer_timeout=5.0),
-            options=options("switch"),
-            faults=Faults(delay=LINK_DELAY),
+        cluster = cluster_of(
+            "switch", Faults(delay=LINK_DELAY), dataclasses.replace(CONFIG, peer_timeout=5.0)
         )
         messages = [random.Random(i).randbytes(3000 + i) for i in range(4)]
         started = time.perf_counter()
@@ -158,14 +139,10 @@ def test_receivers_that_never_acknowledge_are_reported_after_the_root_returned()
         return hdr.op in (wire.Op.ACK, wire.Op.NACK)
 
     async def body() -> None:
-        loop = asyncio.get_running_loop()
-        cluster = Cluster(
-            TOPO,
-            MEMBERS,
-            loop=loop,
-            config=dataclasses.replace(CONFIG, peer_timeout=1.0, rto_initial=0.2),
-            options=options("coroots"),
-            faults=Faults(drop_if=drop_if),
+        cluster = cluster_of(
+            "coroots",
+            Faults(drop_if=drop_if),
+            dataclasses.replace(CONFIG, peer_timeout=1.0, rto_initial=0.2),
         )
         data = message()
         got = await asyncio.gather(

@@ -8,10 +8,12 @@ group through its routers, routers deliver to their hosts). Host-based baselines
 ``trinary3`` ([Tofu2]'s Trinaryx3: three fragments over three pipelined ternary trees whose
 inner ranks differ).
 
-A multicasting rank returns once its segments went out, as MPI lets a broadcast's root return
-once its buffer may be reused: the engine keeps a copy for repairs and collects the receivers'
-ACKs in the background. Waiting for them here put a whole ACK round trip through the tree (65
-of 177 ms at 16 KiB in docs/results.md) behind every in-network broadcast's root.
+With co-root ACKs (the default) a multicasting rank returns once its segments went out, as MPI
+lets a broadcast's root return once its buffer may be reused: the engine keeps a copy for
+repairs and collects the receivers' ACKs in the background. Waiting for them here put a whole
+ACK round trip through the tree (65 of 177 ms at 16 KiB, `make reproduce` before 7cb3f25)
+behind every in-network broadcast's root. With switch-merged ACKs it still waits for them
+(docs/protocol.md says why).
 """
 
 from __future__ import annotations

@@ -201,8 +201,9 @@ class EngineContext:
 
     def multicast_retained(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
         root = self.engine.mcast_send(self.comm_id, self.epoch, tree, data)
-        what = f"{self.name} instance {self.epoch}: acknowledgements of this rank's multicast"
-        self.comm.in_background(self._acknowledged(root.done, what))
+        if root.returns_early:  # else ``sent`` is ``done``'s outcome, and the caller sees it
+            what = f"{self.name} instance {self.epoch}: acknowledgements of this rank's multicast"
+            self.comm.in_background(self._acknowledged(root.done, what))
         return root.sent
 
     async def _acknowledged(self, acknowledged: asyncio.Future[None], what: str) -> None:

@@ -20,6 +20,7 @@ from controller import wire
 from controller.topology import Topology, dragonfly
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig
+from host_agents.engine_context import CollectiveError
 from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
@@ -155,5 +156,32 @@ def test_receivers_that_never_acknowledge_are_reported_after_the_root_returned()
         root = cluster.comms[0]
         await asyncio.wait_for(root.settle(), 10)
         assert root.engine.stats.unacknowledged_multicasts == 1
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_a_switch_merged_root_that_hears_no_ack_fails_its_own_call_once() -> None:
+    """The root waits for the merged ACK, so its call fails with the error; the failure is
+    not reported a second time from the background."""
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        return wire.parse_frame(frame).hdr.op in (wire.Op.ACK, wire.Op.NACK)
+
+    async def body() -> None:
+        config = dataclasses.replace(CONFIG, peer_timeout=1.0, rto_initial=0.2)
+        cluster = cluster_of("switch", Faults(drop_if=drop_if), config)
+        data = message()
+        got = await asyncio.gather(
+            *(
+                c.bcast(data if c.rank == 0 else None, 0, size=len(data), algorithm="innet")
+                for c in cluster.comms
+            ),
+            return_exceptions=True,
+        )
+        assert isinstance(got[0], CollectiveError) and "no progress" in str(got[0])
+        assert all(g == data for g in got[1:])
+        root = cluster.comms[0]
+        await asyncio.wait_for(root.settle(), 10)
+        assert root.engine.stats.unacknowledged_multicasts == 0
 
     asyncio.run(asyncio.wait_for(body(), 30))

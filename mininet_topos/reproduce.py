@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller import topology as model
 from controller import wire
+from host_agents.comm import ACK_MERGE_MODES
 from mininet_topos.environment import check_p4c, default_bmv2
 from mininet_topos.provenance import commit, now
 from mininet_topos.reproduce_plan import (
@@ -78,7 +79,12 @@ def members_of(net: NetcollNetwork, count: int) -> tuple[int, ...]:
 
 
 def run_cell(
-    net: NetcollNetwork, meter: LinkMeter, spec: CellSpec, seed: int, run: int
+    net: NetcollNetwork,
+    meter: LinkMeter,
+    spec: CellSpec,
+    seed: int,
+    run: int,
+    ack_merge: str = "coroots",
 ) -> CellResult:
     from host_agents.workload import Workload
     from mininet_topos.measure import (
@@ -92,7 +98,8 @@ def run_cell(
     started, started_at = time.monotonic(), now()
     roots: dict[str, Any] = {"roots": []} if spec.fresh_trees else {}
     with net.communicator(members, **roots) as (comm_id, _install):
-        workload = Workload(comm_id, members, list(spec.tests), seed=seed)
+        options = {"ack_merge": ack_merge}
+        workload = Workload(comm_id, members, list(spec.tests), seed=seed, options=options)
         metered = metered_launch(net, meter, workload, columns_for(spec.tests[0].collective))
     result = metered.result
     windows = [
@@ -245,7 +252,7 @@ def run(
                     )
                     continue
                 print(progress(done, len(pending), elapsed, describe_cell(spec)), flush=True)
-                cell = run_cell(net, meter, spec, args.seed, index)
+                cell = run_cell(net, meter, spec, args.seed, index, args.ack_merge)
                 results.cells[spec.key] = cell
                 results.save(args.results)
                 failed += not cell.ok
@@ -316,6 +323,13 @@ def build_parser() -> argparse.ArgumentParser:
         "started once it is spent",
     )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "--ack-merge",
+        choices=ACK_MERGE_MODES,
+        default="coroots",
+        help="who merges the in-network broadcasts' ACKs (the run's command in the report "
+        "says which)",
+    )
     parser.add_argument(
         "--only",
         action="extend",  # repeated, each adds: a second --only must not replace the first

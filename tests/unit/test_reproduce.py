@@ -463,3 +463,12 @@ def test_the_report_names_the_cells_that_failed_and_why(tmp_path: Path) -> None:
         every_experiment(), tmp_path / "c.md", tmp_path / "img", tmp_path / "c.json"
     )[0].read_text()
     assert "failed" not in clean
+
+
+def test_the_ack_merging_is_chosen_on_the_command_line() -> None:
+    from mininet_topos.reproduce import build_parser
+
+    assert build_parser().parse_args([]).ack_merge == "coroots"
+    assert build_parser().parse_args(["--ack-merge", "switch"]).ack_merge == "switch"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--ack-merge", "routers"])

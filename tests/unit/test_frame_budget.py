@@ -99,6 +99,9 @@ def count(collective: str, algorithm: str, size: int, ack_merge: str = "coroots"
                     elif collective == "allreduce":
                         call = Call(data, 0, size, "sum")
                         await comm.run("allreduce", call, algorithm=algorithm)
+                    elif collective == "allgather":
+                        got = await comm.allgather(data, algorithm=algorithm)
+                        assert bytes(got) == data * len(HOSTS)
                     else:
                         mine = data if comm.rank == 0 else None
                         got = await comm.bcast(mine, 0, size=size, algorithm=algorithm)
@@ -173,6 +176,8 @@ ROWS = (
     ("allreduce", "innet", 1024, "coroots"),
     ("allreduce", "binomial", 1024, "coroots"),
     ("allreduce", "recursive_doubling", 1024, "coroots"),
+    ("allgather", "innet", 1024, "coroots"),
+    ("allgather", "recursive_doubling", 1024, "coroots"),
 )
 
 # the table in docs/performance.md: python -m tests.unit.test_frame_budget

@@ -85,13 +85,10 @@ class CollectiveContext(Protocol):
     @property
     def segment_size(self) -> int: ...
     def multicast(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
-        """This rank multicasts along its ``tree``; done when every receiver has it all."""
-        ...
-
-    def multicast_retained(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
-        """Like :meth:`multicast`, from a copy of ``data``: done when every segment went
-        out once, so the caller may reuse its buffer; the acknowledgements and any repairs
-        go on in the background (the communicator's ``settle`` waits for them)."""
+        """This rank multicasts a copy of ``data`` along its ``tree``: done when every segment
+        went out once, so the caller may reuse its buffer; the acknowledgements and any
+        repairs go on in the background (the communicator's ``settle`` waits for them). With
+        switch-merged ACKs, done when every receiver has it all."""
         ...
 
     def multicast_incoming(self, root: int, tree: int, size: int) -> Incoming:

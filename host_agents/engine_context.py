@@ -197,9 +197,6 @@ class EngineContext:
         return self.engine.cfg.segment_size
 
     def multicast(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
-        return self.engine.mcast_send(self.comm_id, self.epoch, tree, data).done
-
-    def multicast_retained(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
         root = self.engine.mcast_send(self.comm_id, self.epoch, tree, data)
         if root.returns_early:  # else ``sent`` is ``done``'s outcome, and the caller sees it
             what = f"{self.name} instance {self.epoch}: acknowledgements of this rank's multicast"

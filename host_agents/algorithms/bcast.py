@@ -39,7 +39,7 @@ def real(ctx: Ctx, v: int, root: int) -> int:
 async def innet(ctx: Ctx, buf: bytearray, root: int) -> None:
     if ctx.rank == root:
         ctx.step = "multicast"
-        await ctx.wait(ctx.multicast_retained(Tree.INNET, buf), "multicasting")
+        await ctx.wait(ctx.multicast(Tree.INNET, buf), "multicasting")
         return
     ctx.step = "receive"
     msg = ctx.multicast_incoming(root, Tree.INNET, len(buf))
@@ -52,8 +52,8 @@ async def ragasa(ctx: Ctx, buf: bytearray, root: int) -> None:
         ctx.step = "phase 1 and own group"
         sends = []
         if relays:
-            sends.append(ctx.multicast_retained(Tree.RAGASA_SPREAD, buf))
-        sends.append(ctx.multicast_retained(Tree.RAGASA_GROUP, buf))
+            sends.append(ctx.multicast(Tree.RAGASA_SPREAD, buf))
+        sends.append(ctx.multicast(Tree.RAGASA_GROUP, buf))
         await ctx.wait_all(sends, "multicasting to relays and own group")
         return
     if ctx.rank in relays:
@@ -61,7 +61,7 @@ async def ragasa(ctx: Ctx, buf: bytearray, root: int) -> None:
         msg = ctx.multicast_incoming(root, Tree.RAGASA_SPREAD, len(buf))
         # re-broadcast each segment as it arrives: the relay's group tree is fed by the stream
         ctx.step = "phase 2 (relay re-broadcast)"
-        relay_send = ctx.multicast_retained(Tree.RAGASA_GROUP, msg)
+        relay_send = ctx.multicast(Tree.RAGASA_GROUP, msg)
         buf[:] = await ctx.wait_incoming(msg, f"waiting for root rank {root}")
         await ctx.wait(relay_send, "re-broadcasting in the group")
         return

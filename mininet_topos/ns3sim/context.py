@@ -186,9 +186,6 @@ class SimContext:
     def multicast(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
         return self.endpoint.multicast(tree, self._mkey(self.rank, tree), data)
 
-    def multicast_retained(self, tree: int, data: Data | Source) -> asyncio.Future[None]:
-        return self.multicast(tree, data)  # the simulated send completes once it is sent
-
     def multicast_incoming(self, root: int, tree: int, size: int) -> Incoming:
         try:
             msg = self.endpoint.expect(self._mkey(root, tree), size, self.node(root))

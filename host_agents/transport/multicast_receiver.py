@@ -1,7 +1,8 @@
 """Multicast, the receivers' side.
 
-For an acknowledged multicast a receiver ACKs cumulatively, delayed like unicast, to its ACK
-target (its group's co-root, or the root: :mod:`host_agents.plans`), and reports a gap with a
+For an acknowledged multicast a receiver ACKs cumulatively to its ACK target (its group's
+co-root, or the root: :mod:`host_agents.plans`): once complete, and, for a message longer than
+the root's window, also every ``ack_every`` segments or ``ack_delay``. It reports a gap with a
 NACK after a random delay, cancelled if the repair another receiver asked for arrives first.
 A missing tail (no later segment shows the gap) is reported after a silence (``tail_quiet``:
 from ``tail_delay``, doubling when the segment then arrives as first sent, a false alarm on a
@@ -126,7 +127,12 @@ class MulticastReceiver:
             return
         if not new or msg.unacked >= self.cfg.ack_every:
             self._ack_now(msg, hdr, target)
-        elif msg.ack_timer is None:
+        elif msg.ack_timer is None and msg.seg_count > self.cfg.mcast_window:
+            # only a message longer than the root's window needs its progress reported
+            # before it completes. A shorter one all goes out at once: nothing at the root
+            # waits on its progress, and gaps and a stalled tail are NACKed. On a loaded
+            # host this delayed ACK fired between a 16 KiB broadcast's two segments, a
+            # second ACK round through the co-roots (docs/performance.md)
             msg.ack_timer = self.loop.call_later(
                 self.cfg.ack_delay, self._ack_now, msg, hdr, target
             )

@@ -460,3 +460,19 @@ def test_a_coroot_that_had_the_roots_repair_tells_the_root_its_timeout_was_spuri
     assert root.stats.spurious_retransmissions == 1
     ((_, rtt),) = [(k, v) for k, v in root._roots._rtt.items() if k[0] == 1]
     assert rtt.rto > 0.05
+
+
+def test_a_member_waiting_for_the_tail_of_a_short_message_acks_only_once_complete() -> None:
+    """A message the root sends in one window needs no progress ACK before it completes: the
+    member loses the last segment, waits for its repair far longer than ack_delay, and sends
+    one ACK, the final one (before, the delayed ACK of the first segment went too)."""
+    member, _ = remote_member()
+    data = random.Random(6).randbytes(2 * wire.MAX_PAYLOAD - 3)  # 16 KiB's two segments
+    last = first_copy(lambda link, hdr: link == to_host(member) and data_segment(1)(hdr))
+    config = dataclasses.replace(CONFIG, ack_delay=0.001, tail_delay=0.02)
+    seconds, cluster = broadcast(last, data=data, config=config)
+    assert seconds < BOUND
+    assert cluster.fabric.lost == 1, "the loss this test is about did not happen"
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert stats[member].nacks_sent >= 1, "it asked for the tail"
+    assert stats[member].acks_sent == 1

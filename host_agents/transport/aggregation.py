@@ -290,10 +290,14 @@ class CoRoots:
         agg.probe = None
         for member, cum in agg.cum.items():
             if cum < seg_count:
-                # its first missing segment only: a member that lost everything then knows
-                # of the message and asks for the rest; one that is merely slow (most, on a
-                # loaded host) costs one duplicate, not the whole message again
-                self._repair(key, agg, member, [(cum, 1)])
+                # one segment only: a member that lost everything then knows of the message
+                # and asks for the rest; one that is merely slow (most, on a loaded host)
+                # costs one duplicate, not the whole message again. Its first missing one if
+                # it reported progress; else the last: a member of a message that fits the
+                # root's window reports nothing before it completes, so what it may lack
+                # alone is the tail, which no later segment showed it was missing
+                seg = cum if cum else seg_count - 1
+                self._repair(key, agg, member, [(seg, 1)])
 
     def relay(self, key: McastKey, seg: int) -> None:
         """The root repaired segment ``seg`` to this co-root, which had it already: the

@@ -476,3 +476,20 @@ def test_a_member_waiting_for_the_tail_of_a_short_message_acks_only_once_complet
     stats = {c.engine.node: c.engine.stats for c in cluster.comms}
     assert stats[member].nacks_sent >= 1, "it asked for the tail"
     assert stats[member].acks_sent == 1
+
+
+def test_a_silent_member_of_a_short_message_is_probed_with_its_tail() -> None:
+    """A member of a message that fits the root's window reports nothing before it completes,
+    so when it lost only the last segment its co-root cannot know which one it lacks: the
+    probe sends the last segment, which completes it before its own (here slow) tail NACK.
+    A probe of the first segment was a duplicate, and the member waited for its NACK."""
+    member, coroot = remote_member()
+    data = random.Random(7).randbytes(2 * wire.MAX_PAYLOAD - 3)
+    last = first_copy(lambda link, hdr: link == to_host(member) and data_segment(1)(hdr))
+    config = dataclasses.replace(CONFIG, tail_delay=1.0)  # its own NACK comes late
+    seconds, cluster = broadcast(last, data=data, config=config)
+    assert cluster.fabric.lost == 1, "the loss this test is about did not happen"
+    assert seconds < 0.5, "the member waited for its own tail NACK"
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert stats[member].nacks_sent == 0
+    assert stats[coroot].coroot_repairs == 1

@@ -1,8 +1,9 @@
 """Multicast, the receivers' side.
 
 For an acknowledged multicast a receiver ACKs cumulatively to its ACK target (its group's
-co-root, or the root: :mod:`host_agents.plans`): once complete, and, for a message longer than
-the root's window, also every ``ack_every`` segments or ``ack_delay``. It reports a gap with a
+co-root, or the root: :mod:`host_agents.plans`): once complete, and before that, for a message
+longer than the root's window, every ``ack_every`` segments or ``ack_delay``, for a shorter one
+only with a NACK. It reports a gap with a
 NACK after a random delay, cancelled if the repair another receiver asked for arrives first.
 A missing tail (no later segment shows the gap) is reported after a silence (``tail_quiet``:
 from ``tail_delay``, doubling when the segment then arrives as first sent, a false alarm on a
@@ -201,6 +202,12 @@ class MulticastReceiver:
             )
             return
         msg.last_nack = now
+        if msg.seg_count <= self.cfg.mcast_window and not self._merged(hdr):
+            # a short message's progress goes with each loss report, its only ACKs before
+            # completion, so a co-root's probes and relays, and the root's timeout, send
+            # what it lacks rather than what it has (with no progress before completion,
+            # 16 KiB broadcasts at 5% loss took 119 and 183 ms in two runs, 73-105 before)
+            self._ack_now(msg, hdr, target)
         self.endpoint.stats.nacks_sent += 1
         self._send_nack(hdr, target, ranges)
         msg.nack_retry = min(retry * 2, self.cfg.rto_max)

@@ -45,6 +45,11 @@ QUIET_TIMERS = {
     "nack_delay": 1.0,
     "coroot_probe_delay": 2.0,
     "repair_quiet_min": 2.0,
+    # a barrier's ARRIVE is resent after barrier_rto (0.1 s): on a loaded CI machine a
+    # 72-rank barrier in one process took longer, and 10 resent ARRIVEs per operation failed
+    # the in-network barrier's exact count
+    "barrier_rto": 5.0,
+    "barrier_rto_max": 10.0,
 }
 
 

@@ -128,7 +128,7 @@ class MulticastReceiver:
             return
         if not new or msg.unacked >= self.cfg.ack_every:
             self._ack_now(msg, hdr, target)
-        elif msg.ack_timer is None and msg.seg_count > self.cfg.mcast_window:
+        elif msg.ack_timer is None and not self._fits_window(msg):
             # only a message longer than the root's window needs its progress reported
             # before it completes. A shorter one all goes out at once: nothing at the root
             # waits on its progress, and gaps and a stalled tail are NACKed. On a loaded
@@ -137,6 +137,11 @@ class MulticastReceiver:
             msg.ack_timer = self.loop.call_later(
                 self.cfg.ack_delay, self._ack_now, msg, hdr, target
             )
+
+    def _fits_window(self, msg: Incoming) -> bool:
+        """Does the root send all of ``msg`` at once (no more segments than its window)? Then
+        its receivers report progress only when complete or with a NACK."""
+        return msg.seg_count <= self.cfg.mcast_window
 
     def _learn_tail_quiet(self, *, repaired: bool) -> None:
         """A segment of a message we NACKed arrived: as a repair (the loss was real, ask
@@ -202,7 +207,7 @@ class MulticastReceiver:
             )
             return
         msg.last_nack = now
-        if msg.seg_count <= self.cfg.mcast_window and not self._merged(hdr):
+        if self._fits_window(msg) and not self._merged(hdr):
             # a short message's progress goes with each loss report, its only ACKs before
             # completion, so a co-root's probes and relays, and the root's timeout, send
             # what it lacks rather than what it has (with no progress before completion,

@@ -273,6 +273,12 @@ ALLGATHER: Collective[AllgatherFn] = Collective(
         Algorithm("recursive_doubling", allgather.recursive_doubling, tuning="short, 2^k ranks"),
         Algorithm("tar", allgather.tar, tuning="long: one global-link crossing per group"),
         Algorithm("innet", allgather.innet, needs_switch_state=True, tuning="short blocks"),
+        Algorithm(
+            "innet_packed",
+            allgather.innet_packed,
+            needs_switch_state=True,
+            tuning="short blocks: one multicast per group",
+        ),
     ),
     execute=_allgather,
     check=_allgather_check,

@@ -4,7 +4,8 @@
 ``recursive_doubling`` (log2 steps; ranks beyond the largest power of two fold their block
 into a partner first and get the result from it last), ``tar`` (topology-aware ring: ranks
 ordered by group and router so each step crosses every global link at most once) and
-``innet`` (every rank multicasts its block; the switches replicate it).
+``innet`` (every rank multicasts its block; the switches replicate it) and ``innet_packed``
+(each group's ranks hand their blocks to one leader, whose pack the switches replicate).
 """
 
 from __future__ import annotations
@@ -182,3 +183,56 @@ async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     ctx.step = "confirm with a switch barrier"
     assert published is not None  # the loop publishes before it can end
     ctx.withdraw_after_barrier(published)
+
+
+# most bytes one leader packs: a jumbo segment holds eight 1 KiB blocks, so a receiver wakes
+# once per pack, not once per rank; larger blocks make smaller packs, down to one rank each
+PACK_BYTES = 16384
+
+
+def packs(ctx: Ctx, block: int) -> list[list[int]]:
+    """Ranks in topology order cut into packs: runs within one dragonfly group of at most
+    PACK_BYTES of blocks each; a pack's first rank is its leader."""
+    per_pack = max(1, PACK_BYTES // max(block, 1))
+    layout: list[list[int]] = []
+    for rank in tar_order(ctx):
+        last = layout[-1] if layout else None
+        if last and len(last) < per_pack and ctx.group_of(last[0]) == ctx.group_of(rank):
+            last.append(rank)
+        else:
+            layout.append([rank])
+    return layout
+
+
+async def innet_packed(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
+    """Each pack's members send their blocks to its leader over the group's local links; the
+    leader multicasts the pack along its switch tree, acknowledged and repaired like an
+    in-network broadcast. A receiver takes one frame per pack instead of one per rank, the
+    agents' cost that holds ``innet`` back on small blocks (docs/performance.md)."""
+    view = memoryview(recvbuf)
+    layout = packs(ctx, block)
+    own = next(p for p in layout if ctx.rank in p)
+    incoming = {
+        p[0]: (p, ctx.multicast_incoming(p[0], Tree.INNET, len(p) * block))
+        for p in layout
+        if p[0] != ctx.rank
+    }
+    if ctx.rank == own[0]:
+        ctx.step = "gather the pack"
+        gathering = [(i, ctx.irecv(member, 0, block)) for i, member in enumerate(own) if i]
+        pack = bytearray(len(own) * block)
+        pack[:block] = view[ctx.rank * block : (ctx.rank + 1) * block]
+        for i, msg in gathering:
+            data = await ctx.wait_incoming(msg, f"the block of rank {own[i]}")
+            pack[i * block : (i + 1) * block] = data
+            view[own[i] * block : (own[i] + 1) * block] = data
+        sent = ctx.multicast(Tree.INNET, pack)
+    else:
+        ctx.step = f"send the block to the pack's leader (rank {own[0]})"
+        sent = ctx.isend(own[0], 0, view[ctx.rank * block : (ctx.rank + 1) * block])
+    ctx.step = "receive every pack"
+    for leader, (members, msg) in incoming.items():
+        data = await ctx.wait_incoming(msg, f"the pack of rank {leader}")
+        for i, member in enumerate(members):
+            view[member * block : (member + 1) * block] = data[i * block : (i + 1) * block]
+    await ctx.wait(sent, "multicasting the pack" if ctx.rank == own[0] else "sending the block")

@@ -166,6 +166,23 @@ def test_an_in_network_allreduce_costs_one_frame_each_way_per_chunk_and_rank() -
     assert count("allreduce", "binomial", 4).agent_frames >= 3.5 * one_chunk.agent_frames
 
 
+def test_a_packed_allgather_hands_every_rank_one_frame_per_group() -> None:
+    """Each group's 8 ranks hand their 1 KiB blocks to a leader, whose 8 KiB pack is one
+    segment: a rank receives 9 packs, not 71 blocks (docs/performance.md, section 3)."""
+    budget = count("allgather", "innet_packed", 1024, ack_merge="switch")
+    groups = TOPO.num_groups
+    members = len(HOSTS) - groups  # ranks that hand their block to a leader
+    packs_received = groups * (len(HOSTS) - 1)
+    # each member's block and its ACK; each pack and one checkpoint ACK per receiver
+    assert budget.agents_sent <= 2 * members + groups + packs_received
+    assert budget.agents_received <= 2 * members + packs_received + groups
+    doubling = count("allgather", "recursive_doubling", 1024)
+    assert doubling.agent_frames >= 1.6 * budget.agent_frames
+    assert doubling.switch_passes >= 2.5 * budget.switch_passes
+    coroots = count("allgather", "innet_packed", 1024)
+    assert doubling.agent_frames >= 1.15 * coroots.agent_frames
+
+
 ROWS = (
     ("barrier", "innet", 0, "coroots"),
     ("barrier", "gather_bcast", 0, "coroots"),
@@ -182,6 +199,8 @@ ROWS = (
     ("allreduce", "binomial", 1024, "coroots"),
     ("allreduce", "recursive_doubling", 1024, "coroots"),
     ("allgather", "innet", 1024, "coroots"),
+    ("allgather", "innet_packed", 1024, "switch"),
+    ("allgather", "innet_packed", 1024, "coroots"),
     ("allgather", "recursive_doubling", 1024, "coroots"),
 )
 
@@ -191,7 +210,8 @@ if __name__ == "__main__":
     print("|---|---:|---:|---:|")
     for collective, algorithm, size, merge in ROWS:
         b = count(collective, algorithm, size, merge)
-        acks = f", {merge} ACKs" if (collective, algorithm) == ("bcast", "innet") else ""
+        merged = (collective, algorithm) in (("bcast", "innet"), ("allgather", "innet_packed"))
+        acks = f", {merge} ACKs" if merged else ""
         what = f"{collective} {size} B, {algorithm}{acks}"
         print(
             f"| {what} | {b.agents_sent:,.1f} | {b.agents_received:,.1f} | {b.switch_passes:,.1f} |"

@@ -109,13 +109,18 @@ def run_cell(
     return row
 
 
+# algorithms whose multicasts the receivers acknowledge: the ACK-merging mode changes them
+ACKED_MULTICASTS = {("bcast", "innet"), ("allgather", "innet_packed")}
+
+
 def variants(
     collective: str, name: str, ack_merges: tuple[str, ...]
 ) -> list[tuple[str, dict[str, Any]]]:
-    """(row label, workload options) for each way to run one algorithm: the in-network
-    broadcast once per ACK-merging mode asked for, back to back; everything else once."""
-    if collective == "bcast" and name == "innet" and len(ack_merges) > 1:
-        return [(f"innet[{mode} ACKs]", {"ack_merge": mode}) for mode in ack_merges]
+    """(row label, workload options) for each way to run one algorithm: an acknowledged
+    in-network multicast once per ACK-merging mode asked for, back to back; everything else
+    once."""
+    if (collective, name) in ACKED_MULTICASTS and len(ack_merges) > 1:
+        return [(f"{name}[{mode} ACKs]", {"ack_merge": mode}) for mode in ack_merges]
     return [(name, {"ack_merge": ack_merges[0]})]
 
 
@@ -567,9 +572,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--ack-merge",
         default="coroots",
         type=ack_merge_modes,
-        help="who merges the in-network broadcast's ACKs: coroots (default) or switch; "
-        "'coroots,switch' runs it with each, back to back (rows innet[coroots ACKs] and "
-        "innet[switch ACKs])",
+        help="who merges the ACKs of the in-network broadcast and of the packed allgather: "
+        "coroots (default) or switch; 'coroots,switch' runs each with both, back to back "
+        "(rows such as innet[coroots ACKs] and innet[switch ACKs])",
     )
     parser.add_argument(
         "--no-extras",

@@ -112,6 +112,17 @@ def test_the_innet_broadcast_runs_once_per_ack_merging_mode_asked_for() -> None:
     ]
 
 
+def test_the_packed_allgather_runs_once_per_ack_merging_mode_too() -> None:
+    # its packs are acknowledged in-network broadcasts: the mode changes its frames
+    assert bench.variants("allgather", "innet_packed", ("coroots", "switch")) == [
+        ("innet_packed[coroots ACKs]", {"ack_merge": "coroots"}),
+        ("innet_packed[switch ACKs]", {"ack_merge": "switch"}),
+    ]
+    assert bench.variants("allgather", "innet", ("coroots", "switch")) == [
+        ("innet", {"ack_merge": "coroots"})
+    ]
+
+
 def test_an_unknown_ack_merging_mode_is_refused_with_the_known_ones() -> None:
     with pytest.raises(SystemExit):
         parse("--ack-merge", "coroots,routers")

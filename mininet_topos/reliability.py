@@ -81,6 +81,7 @@ CELLS = (
     ("barrier", "innet", 0),
     ("barrier", "dissemination", 0),
     ("allgather", "innet", 1024),
+    ("allgather", "innet_packed", 1024),
     ("allgather", "recursive_doubling", 1024),
     ("scatter", "lin", 1024),
     ("allreduce", "innet", 1024),

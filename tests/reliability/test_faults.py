@@ -31,6 +31,7 @@ CASES = [
     ("barrier", "dissemination", 0),
     ("scatter", "tree", 1024),
     ("allgather", "innet", 1024),
+    ("allgather", "innet_packed", 1024),
     ("allgather", "ring", 1024),
 ]
 

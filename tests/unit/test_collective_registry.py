@@ -116,3 +116,14 @@ def test_a_reductions_expectation_is_combined_once_for_all_ranks() -> None:
     wants = [allreduce.expected(Case(owned, 0, 50, rank, 8)) for rank in range(50)]
     assert len(set(wants)) == 1
     assert len(calls) == 50  # each rank's vector read once, not once per checked rank
+
+
+def test_auto_packs_short_allgather_blocks_where_the_switches_serve_the_communicator() -> None:
+    # measured on Df(2,4,2) at 1 KiB: packed 372 ms, every block its own multicast 842 ms,
+    # recursive doubling 542 ms (make bench, README section Measured)
+    allgather = COLLECTIVES["allgather"]
+    assert allgather.choose("auto", 1024, 72, True)[0] == "innet_packed"
+    assert allgather.choose("auto", 1024, 64, False)[0] == "recursive_doubling"
+    assert allgather.choose("auto", 64 * 1024, 72, True)[0] == "tar"
+    # a block too long to share a pack with another: every rank would root its own broadcast
+    assert allgather.choose("auto", 16 * 1024, 4, True)[0] == "innet"

@@ -1,0 +1,148 @@
+"""The packed in-network allgather (``innet_packed``): its layout, and its recovery from one
+forced loss at a time on the in-process fabric.
+
+Each dragonfly group's ranks hand their blocks to a leader by unicast; the leader's pack is an
+acknowledged in-network broadcast. A lost block or pack is repaired by the unicast and
+broadcast machinery in round trips, not after the silence a published multicast waits for
+(``repair_quiet_min``, set far beyond the bound asserted here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+
+import pytest
+
+from controller import wire
+from controller.topology import Topology, dragonfly
+from host_agents.algorithms.allgather import PACK_BYTES
+from host_agents.comm import Comm, CommOptions
+from host_agents.engine import EngineConfig
+from tests.fabric import Cluster, Faults
+
+pytestmark = pytest.mark.unit
+
+TOPO: Topology = dragonfly(2, 2, 2)  # 5 groups of 4 hosts
+MEMBERS = tuple(h.node_id for h in TOPO.hosts)
+SILENCE = 5.0  # a published multicast's first ask would wait this long
+CONFIG = EngineConfig(segment_size=wire.MAX_PAYLOAD, repair_quiet_min=SILENCE, rto_min=0.05)
+OPTIONS = CommOptions(progress_timeout=20.0, first_data_timeout=20.0, op_timeout=30.0)
+BLOCK = 1000
+BOUND = 1.0  # seconds: a few round trips and timeouts of the unicast and broadcast repairs
+
+
+def rank_of(node: int) -> int:
+    return MEMBERS.index(node)
+
+
+def group_ranks(group: int) -> list[int]:
+    return [rank_of(h.node_id) for h in TOPO.hosts if TOPO.group_of(h.switch) == group]
+
+
+LEADER = min(group_ranks(1))  # a pack's leader is its group's first rank in topology order
+MEMBER = max(group_ranks(1))  # hands its block to LEADER
+RECEIVER = max(group_ranks(3))  # a rank outside LEADER's group
+
+
+@dataclass
+class Losses:
+    """Frames to drop once each: ``(op, from node, to node)``; MCAST means the first copy of
+    a multicast (not a repair) arriving at the receiver's host link."""
+
+    pending: set[tuple[int, int, int]] = field(default_factory=set)
+
+    def __call__(self, link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        if hdr.flags & wire.Flag.REPAIR:
+            return False
+        if hdr.op == wire.Op.MCAST:
+            for node in MEMBERS:
+                host = TOPO.host_by_node(node)
+                want = (wire.Op.MCAST, hdr.root_node, node)
+                if want in self.pending and link == (host.switch, host.port):
+                    self.pending.discard(want)
+                    return True
+            return False
+        want = (hdr.op, hdr.src_node, hdr.dst_node)
+        if want in self.pending:
+            self.pending.discard(want)
+            return True
+        return False
+
+
+def blocks(instance: int) -> list[bytes]:
+    return [random.Random(instance * 100 + r).randbytes(BLOCK) for r in range(len(MEMBERS))]
+
+
+async def timed_allgather(comms: list[Comm], instance: int) -> list[float]:
+    """Every rank's packed allgather: seconds to each rank's return; the bytes are checked."""
+    loop = asyncio.get_running_loop()
+    data = blocks(instance)
+    started = loop.time()
+    done = [0.0] * len(comms)
+
+    async def one(comm: Comm) -> bytes:
+        got = await comm.allgather(data[comm.rank], algorithm="innet_packed")
+        done[comm.rank] = loop.time() - started
+        return bytes(got)
+
+    results = await asyncio.gather(*(one(c) for c in comms))
+    assert all(r == b"".join(data) for r in results), "a rank got wrong blocks"
+    return done
+
+
+def run(losses: Losses, ack_merge: str = "coroots") -> list[float]:
+    """One lossless warm-up allgather, then one with ``losses``: the second one's times."""
+
+    async def main() -> list[float]:
+        cluster = Cluster(
+            TOPO,
+            MEMBERS,
+            loop=asyncio.get_running_loop(),
+            config=CONFIG,
+            options=CommOptions(
+                progress_timeout=OPTIONS.progress_timeout,
+                first_data_timeout=OPTIONS.first_data_timeout,
+                op_timeout=OPTIONS.op_timeout,
+                ack_merge=ack_merge,
+            ),
+            faults=Faults(drop_if=losses),
+        )
+        chosen = set(losses.pending)
+        losses.pending.clear()
+        await timed_allgather(cluster.comms, 0)
+        losses.pending |= chosen
+        done = await timed_allgather(cluster.comms, 1)
+        assert not losses.pending, f"frames never sent, so never lost: {losses.pending}"
+        return done
+
+    return asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_each_group_is_one_pack_led_by_its_first_rank() -> None:
+    assert BLOCK * 4 <= PACK_BYTES  # a group's four blocks fit one pack
+    assert LEADER != MEMBER and LEADER not in group_ranks(3)
+
+
+def test_a_block_lost_on_its_way_to_the_leader_is_resent_by_its_owner() -> None:
+    done = run(Losses({(wire.Op.UNICAST, MEMBERS[MEMBER], MEMBERS[LEADER])}))
+    assert max(done) < BOUND, f"slowest rank {max(done):.2f} s"
+
+
+@pytest.mark.parametrize("ack_merge", ["coroots", "switch"])
+def test_a_pack_lost_on_its_way_to_one_rank_is_repaired_in_round_trips(ack_merge: str) -> None:
+    done = run(Losses({(wire.Op.MCAST, MEMBERS[LEADER], MEMBERS[RECEIVER])}), ack_merge)
+    assert max(done) < BOUND, f"slowest rank {max(done):.2f} s"
+
+
+def test_a_pack_lost_inside_its_own_group_and_outside_it_costs_round_trips_too() -> None:
+    losses = Losses(
+        {
+            (wire.Op.MCAST, MEMBERS[LEADER], MEMBERS[RECEIVER]),
+            (wire.Op.MCAST, MEMBERS[LEADER], MEMBERS[MEMBER]),
+        }
+    )
+    done = run(losses)
+    assert max(done) < BOUND, f"slowest rank {max(done):.2f} s"

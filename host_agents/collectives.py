@@ -254,10 +254,8 @@ def _allgather_check(rank: int, ranks: int, call: Call) -> str | None:
 
 def _allgather_auto(nbytes: int, ranks: int, innet: bool) -> tuple[str, str]:
     total = nbytes * ranks
-    if innet and total < ALLGATHER_LONG and 2 * nbytes <= allgather.PACK_BYTES:
-        return "innet_packed", "short blocks: each group's blocks in one switch multicast"
     if innet and total < ALLGATHER_LONG:
-        return "innet", "short total, blocks too long to pack: each replicated by the switches"
+        return "innet_packed", "short blocks: each group's blocks in one switch multicast"
     if total < ALLGATHER_LONG:
         if ranks & (ranks - 1) == 0:
             return "recursive_doubling", f"short (< {ALLGATHER_LONG} B total), power-of-two ranks"

@@ -146,3 +146,30 @@ def test_a_pack_lost_inside_its_own_group_and_outside_it_costs_round_trips_too()
     )
     done = run(losses)
     assert max(done) < BOUND, f"slowest rank {max(done):.2f} s"
+
+
+def test_blocks_too_long_to_share_a_pack_are_published_without_acks() -> None:
+    """Every rank rooting an acknowledged broadcast at once is a NACK storm (docs/protocol.md,
+    Packed allgather): such blocks go out as ``innet`` publishes them."""
+    block = PACK_BYTES // 2 + 1
+    flags: list[int] = []
+
+    def observe(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        if hdr.op == wire.Op.MCAST:
+            flags.append(hdr.flags)
+        return False
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            TOPO, MEMBERS, loop=loop, config=CONFIG, options=OPTIONS, faults=Faults(drop_if=observe)
+        )
+        data = [bytes([r]) * block for r in range(len(MEMBERS))]
+        results = await asyncio.gather(
+            *(c.allgather(data[c.rank], algorithm="innet_packed") for c in cluster.comms)
+        )
+        assert all(bytes(r) == b"".join(data) for r in results)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert flags and all(f & wire.Flag.NO_ACK for f in flags)

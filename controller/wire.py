@@ -110,6 +110,9 @@ class Flag:
     # it cannot tell). Whoever resent it learns how long the original's round trip really
     # was (host_agents.transport)
     DUPLICATE = 0x40
+    # an ACK from a receiver that knows the message is due and has waited for it: resend the
+    # unacknowledged segments now, each at most once per round trip (host_agents.transport)
+    RESEND = 0x80
 
 
 HELD_UNKNOWN = (1 << 32) - 1  # a D-SACK whose receiver no longer knows when it got the segment

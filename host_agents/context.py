@@ -68,6 +68,11 @@ class CollectiveContext(Protocol):
         """Wait for a message (bounded), hand its data over and forget it."""
         ...
 
+    def ask_resend(self, msg: Incoming) -> None:
+        """Ask the sender of ``msg`` (from :meth:`irecv`) to resend it now instead of after its
+        retransmission timeout: other messages of this step arrived, this one is overdue."""
+        ...
+
     def consume(self, msg: Incoming) -> None:
         """The algorithm has taken a completed message's data."""
         ...

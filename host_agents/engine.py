@@ -250,6 +250,10 @@ class Engine:
         """The multicast of ``root`` (acknowledged, or published: see :meth:`request_missing`)."""
         return self._mcast_rx.incoming(McastKey(root, comm, epoch, tree), size)
 
+    def ask_resend(self, msg: Incoming) -> None:
+        """Ask the sender of unicast ``msg`` to resend it now (the caller knows it is due)."""
+        self._unicast.ask_resend(msg)
+
     def request_missing(self, msg: Incoming, root: int) -> None:
         """Ask the root of a published multicast for every segment ``msg`` still lacks; the
         caller decides when (after a silence: under load, slow is not lost)."""

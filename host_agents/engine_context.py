@@ -114,6 +114,9 @@ class EngineContext:
     def consume(self, msg: Incoming) -> None:
         self.engine.consume(msg)
 
+    def ask_resend(self, msg: Incoming) -> None:
+        self.engine.ask_resend(msg)
+
     async def wait(
         self, fut: Awaitable[T], what: str, *, progress: Callable[[], int] | None = None
     ) -> T:

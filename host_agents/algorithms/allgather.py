@@ -11,6 +11,7 @@ ordered by group and router so each step crosses every global link at most once)
 from __future__ import annotations
 
 import asyncio
+from asyncio import FIRST_COMPLETED
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -204,6 +205,37 @@ def packs(ctx: Ctx, block: int) -> list[list[int]]:
     return layout
 
 
+# a leader that holds some of its pack's blocks asks for the others once arrivals pause this
+# long: their senders resend at once (at most once per round trip) instead of after their
+# retransmission timeout, which every pack's receivers would otherwise wait out too
+ASK_AFTER = 0.02
+
+
+async def _gather(ctx: Ctx, own: list[int], block: int) -> list[tuple[int, bytearray]]:
+    """The leader's side of a pack: each member's block, by its position in ``own``."""
+    pending = {i: ctx.irecv(member, 0, block) for i, member in enumerate(own) if i}
+    got: list[tuple[int, bytearray]] = []
+    last = ctx.now()
+    while pending:
+        done, _ = await asyncio.wait(
+            [m.done for m in pending.values()], timeout=ASK_AFTER, return_when=FIRST_COMPLETED
+        )
+        for i, msg in list(pending.items()):
+            if msg.done.done():
+                got.append((i, await ctx.wait_incoming(msg, f"the block of rank {own[i]}")))
+                del pending[i]
+                last = ctx.now()
+        if done or not pending:
+            continue
+        if ctx.now() - last > ctx.progress_timeout:
+            missing = [own[i] for i in pending]
+            raise ctx.error(f"the blocks of ranks {missing} never arrived")
+        if got:  # the others have started: the missing ones are overdue, not late
+            for msg in pending.values():
+                ctx.ask_resend(msg)
+    return got
+
+
 async def innet_packed(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     """Each pack's members send their blocks to its leader over the group's local links; the
     leader multicasts the pack along its switch tree, acknowledged and repaired like an
@@ -226,11 +258,9 @@ async def innet_packed(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
     }
     if ctx.rank == own[0]:
         ctx.step = "gather the pack"
-        gathering = [(i, ctx.irecv(member, 0, block)) for i, member in enumerate(own) if i]
         pack = bytearray(len(own) * block)
         pack[:block] = view[ctx.rank * block : (ctx.rank + 1) * block]
-        for i, msg in gathering:
-            data = await ctx.wait_incoming(msg, f"the block of rank {own[i]}")
+        for i, data in await _gather(ctx, own, block):
             pack[i * block : (i + 1) * block] = data
             view[own[i] * block : (own[i] + 1) * block] = data
         sent = ctx.multicast(Tree.INNET, pack)

@@ -111,6 +111,7 @@ class EngineStats:
     spurious_retransmissions: int = 0
     mcast_retransmissions: int = 0
     acks_sent: int = 0
+    resend_requests: int = 0  # ACKs asking a unicast sender to resend a message due here
     # multicasts whose root returned (data sent) but whose receivers never all acknowledged
     unacknowledged_multicasts: int = 0
     mcast_acks_at_root: int = 0  # multicast ACK frames reaching this node as a multicast root

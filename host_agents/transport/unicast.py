@@ -261,6 +261,13 @@ class Unicast:
                 sent = msg.sent_at.get(seg)
                 if sent is not None and sent < horizon:
                     self._transmit(msg, seg, retransmit=True)
+        if hdr.flags & Flag.RESEND:  # the receiver is waiting for it: no timeout to wait out
+            # sent a round trip ago and still not there: lost, not in flight (a request that
+            # crossed the data costs one duplicate)
+            horizon = now - (peer.rtt.srtt or self.cfg.rto_min)
+            for seg in sorted(msg.sent_at)[:4]:
+                if msg.sent_at[seg] < horizon:
+                    self._transmit(msg, seg, retransmit=True)
         if msg.timer is not None:
             msg.timer.cancel()
             msg.timer = None
@@ -317,6 +324,25 @@ class Unicast:
             self._ack_now(msg, hdr)
         elif msg.ack_timer is None:
             msg.ack_timer = self.loop.call_later(self.cfg.ack_delay, self._ack_now, msg, hdr)
+
+    def ask_resend(self, msg: Incoming) -> None:
+        """Ask the sender of ``msg`` to resend now what it has not had acknowledged: the
+        caller knows the message is due. The sender resends a segment at most once per
+        round trip, and ignores a message it is not sending."""
+        key = msg.key
+        assert isinstance(key, UnicastKey)
+        ack = wire.Header(
+            op=Op.ACK,
+            comm_id=key.comm,
+            epoch=key.epoch,
+            tag=key.tag,
+            flags=Flag.RESEND,
+            src_node=self.endpoint.node,
+            dst_node=key.peer,
+            seq=msg.contiguous,
+        )
+        self.endpoint.send_frame(self.endpoint.directory.mac(key.peer), ack, pack_sack(0))
+        self.endpoint.stats.resend_requests += 1
 
     def _ack_now(self, msg: Incoming, hdr: wire.Header, *, duplicate: bool = False) -> None:
         if msg.ack_timer is not None:

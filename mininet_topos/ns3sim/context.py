@@ -162,6 +162,10 @@ class SimContext:
     def consume(self, msg: Incoming) -> None:
         self.endpoint.consume(msg)  # type: ignore[arg-type]
 
+    def ask_resend(self, msg: Incoming) -> None:
+        """Nothing to ask: the simulated transport loses no message it does not report as a
+        stall (mininet_topos/ns3sim/transport.py)."""
+
     async def wait(
         self, fut: Awaitable[T], what: str, *, progress: Callable[[], int] | None = None
     ) -> T:

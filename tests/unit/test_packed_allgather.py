@@ -10,8 +10,10 @@ broadcast machinery in round trips, not after the silence a published multicast 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -31,6 +33,7 @@ CONFIG = EngineConfig(segment_size=wire.MAX_PAYLOAD, repair_quiet_min=SILENCE, r
 OPTIONS = CommOptions(progress_timeout=20.0, first_data_timeout=20.0, op_timeout=30.0)
 BLOCK = 1000
 BOUND = 1.0  # seconds: a few round trips and timeouts of the unicast and broadcast repairs
+RTO_FLOOR = 3.0  # a unicast sender's least retransmission timeout, where a test sets it
 
 
 def rank_of(node: int) -> int:
@@ -93,15 +96,18 @@ async def timed_allgather(comms: list[Comm], instance: int) -> list[float]:
     return done
 
 
-def run(losses: Losses, ack_merge: str = "coroots") -> list[float]:
-    """One lossless warm-up allgather, then one with ``losses``: the second one's times."""
+def run(
+    losses: Losses, ack_merge: str = "coroots", config: EngineConfig = CONFIG
+) -> tuple[list[float], dict[str, Any]]:
+    """One lossless warm-up allgather, then one with ``losses``: the second one's times, and
+    the engines' stats summed."""
 
-    async def main() -> list[float]:
+    async def main() -> tuple[list[float], dict[str, Any]]:
         cluster = Cluster(
             TOPO,
             MEMBERS,
             loop=asyncio.get_running_loop(),
-            config=CONFIG,
+            config=config,
             options=CommOptions(
                 progress_timeout=OPTIONS.progress_timeout,
                 first_data_timeout=OPTIONS.first_data_timeout,
@@ -116,7 +122,7 @@ def run(losses: Losses, ack_merge: str = "coroots") -> list[float]:
         losses.pending |= chosen
         done = await timed_allgather(cluster.comms, 1)
         assert not losses.pending, f"frames never sent, so never lost: {losses.pending}"
-        return done
+        return done, cluster.stats()
 
     return asyncio.run(asyncio.wait_for(main(), 60))
 
@@ -126,14 +132,19 @@ def test_each_group_is_one_pack_led_by_its_first_rank() -> None:
     assert LEADER != MEMBER and LEADER not in group_ranks(3)
 
 
-def test_a_block_lost_on_its_way_to_the_leader_is_resent_by_its_owner() -> None:
-    done = run(Losses({(wire.Op.UNICAST, MEMBERS[MEMBER], MEMBERS[LEADER])}))
-    assert max(done) < BOUND, f"slowest rank {max(done):.2f} s"
+def test_a_block_lost_on_its_way_to_the_leader_is_asked_for_before_its_timeout() -> None:
+    """The leader holds the other blocks of its pack, so the missing one is overdue: it asks
+    the member to resend at once (an ACK with Flag.RESEND) instead of leaving it to the
+    member's retransmission timeout, held here at RTO_FLOOR."""
+    losses = Losses({(wire.Op.UNICAST, MEMBERS[MEMBER], MEMBERS[LEADER])})
+    done, stats = run(losses, config=dataclasses.replace(CONFIG, rto_min=RTO_FLOOR))
+    assert max(done) < BOUND < RTO_FLOOR, f"slowest rank {max(done):.2f} s"
+    assert stats["resend_requests"] >= 1
 
 
 @pytest.mark.parametrize("ack_merge", ["coroots", "switch"])
 def test_a_pack_lost_on_its_way_to_one_rank_is_repaired_in_round_trips(ack_merge: str) -> None:
-    done = run(Losses({(wire.Op.MCAST, MEMBERS[LEADER], MEMBERS[RECEIVER])}), ack_merge)
+    done, _ = run(Losses({(wire.Op.MCAST, MEMBERS[LEADER], MEMBERS[RECEIVER])}), ack_merge)
     assert max(done) < BOUND, f"slowest rank {max(done):.2f} s"
 
 
@@ -144,7 +155,7 @@ def test_a_pack_lost_inside_its_own_group_and_outside_it_costs_round_trips_too()
             (wire.Op.MCAST, MEMBERS[LEADER], MEMBERS[MEMBER]),
         }
     )
-    done = run(losses)
+    done, _ = run(losses)
     assert max(done) < BOUND, f"slowest rank {max(done):.2f} s"
 
 

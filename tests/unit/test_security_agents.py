@@ -322,3 +322,41 @@ def test_a_reused_communicator_id_starts_clean() -> None:
         await asyncio.gather(*(c.barrier(algorithm="innet") for c in fresh))
 
     run(body)
+
+
+def test_only_a_messages_receiver_can_ask_for_it_to_be_resent() -> None:
+    """A unicast sender resends at once on an ACK with Flag.RESEND (a leader of the packed
+    allgather waiting for a block), but only one from the message's receiver: a request from
+    another member or an outsider resends nothing."""
+    config = EngineConfig(rto_initial=2.0, rto_min=0.05, barrier_rto=0.02, peer_timeout=10.0)
+    epoch, tag = 5, 77
+    held = [True]
+
+    def drop(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        return held[0] and hdr.op == Op.UNICAST and hdr.tag == tag
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO, MEMBERS, loop=loop, config=config, options=OPTIONS, faults=Faults(drop_if=drop)
+        )
+        sender, receiver, other = (c.engine for c in cluster.comms[1:4])
+        comm_id = cluster.comms[1].comm_id
+        data = random.Random(3).randbytes(100)
+        sent = sender.send_message(receiver.node, comm_id, epoch, tag, data)
+        msg = receiver.incoming(sender.node, comm_id, epoch, tag, len(data))
+        await asyncio.sleep(0.1)  # older than a round trip's floor (rto_min), so overdue
+        ask = wire.Header(
+            op=Op.ACK, comm_id=comm_id, epoch=epoch, tag=tag, flags=Flag.RESEND, seq=0
+        )
+        for node in (other.node, OUTSIDER):
+            Attacker(cluster, node, loop).send(ask.with_(dst_node=sender.node))
+        await asyncio.sleep(0.05)
+        assert sender.stats.retransmissions == 0
+        held[0] = False
+        receiver.ask_resend(msg)
+        await asyncio.wait_for(sent, 1.0)  # long before the 2 s timeout
+        assert sender.stats.retransmissions == 1
+        assert bytes(await msg.done) == data
+
+    run(body)

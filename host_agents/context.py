@@ -120,6 +120,11 @@ class CollectiveContext(Protocol):
 
     @property
     def progress_timeout(self) -> float: ...
+    @property
+    def resend_ask_delay(self) -> float:
+        """How long arrivals may pause before overdue messages are asked for (ask_resend)."""
+        ...
+
     def now(self) -> float: ...
 
     # -- the switch barrier -------------------------------------------------------------------

@@ -249,6 +249,10 @@ class EngineContext:
     def progress_timeout(self) -> float:
         return self.options.progress_timeout
 
+    @property
+    def resend_ask_delay(self) -> float:
+        return self.engine.cfg.resend_ask_delay
+
     def now(self) -> float:
         return self.engine.loop.time()
 

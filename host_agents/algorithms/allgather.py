@@ -205,20 +205,19 @@ def packs(ctx: Ctx, block: int) -> list[list[int]]:
     return layout
 
 
-# a leader that holds some of its pack's blocks asks for the others once arrivals pause this
-# long: their senders resend at once (at most once per round trip) instead of after their
-# retransmission timeout, which every pack's receivers would otherwise wait out too
-ASK_AFTER = 0.02
-
-
 async def _gather(ctx: Ctx, own: list[int], block: int) -> list[tuple[int, bytearray]]:
-    """The leader's side of a pack: each member's block, by its position in ``own``."""
+    """The leader's side of a pack: each member's block, by its position in ``own``. Once it
+    holds some, it asks for the others whenever arrivals pause (ctx.resend_ask_delay): their
+    senders resend at once instead of after their retransmission timeouts, which every
+    receiver of the pack would otherwise wait out too."""
     pending = {i: ctx.irecv(member, 0, block) for i, member in enumerate(own) if i}
     got: list[tuple[int, bytearray]] = []
     last = ctx.now()
     while pending:
         done, _ = await asyncio.wait(
-            [m.done for m in pending.values()], timeout=ASK_AFTER, return_when=FIRST_COMPLETED
+            [m.done for m in pending.values()],
+            timeout=ctx.resend_ask_delay,
+            return_when=FIRST_COMPLETED,
         )
         for i, msg in list(pending.items()):
             if msg.done.done():

@@ -25,6 +25,9 @@ class SizeMismatch(EngineError):
         self.peer = peer
 
 
+RESEND_ASK_DELAY = 0.02  # EngineConfig.resend_ask_delay's default
+
+
 @dataclass(slots=True)
 class EngineConfig:
     segment_size: int = wire.MAX_PAYLOAD
@@ -55,6 +58,10 @@ class EngineConfig:
     # after the co-root's own copy completed (that member may have lost every segment)
     coroot_probe_delay: float = 0.03
     peer_timeout: float = 15.0
+    # a receiver that holds some messages of a step and knows the others are due (the packed
+    # allgather's leader) asks their senders to resend them once arrivals pause this long,
+    # instead of waiting out the senders' retransmission timeouts (Flag.RESEND)
+    resend_ask_delay: float = RESEND_ASK_DELAY
     # senders learn round trips from D-SACKs (a resend the receiver already had: the path was
     # slow, not lossy; docs/protocol.md). Off by default: with it, every rank rooting a 16 KiB
     # binomial broadcast (make reproduce, --only ragasa:binomial/16384) failed twice in two

@@ -23,6 +23,7 @@ from host_agents.directory import Directory
 from host_agents.engine import EngineError, Incoming, Source
 from host_agents.plans import ragasa_relays
 from host_agents.reduction import LANE_BYTES
+from host_agents.transport.config import RESEND_ASK_DELAY
 from mininet_topos.ns3sim.transport import HostEndpoint, SimIncoming, barrier_key, reduce_key
 
 if TYPE_CHECKING:
@@ -209,6 +210,10 @@ class SimContext:
     @property
     def progress_timeout(self) -> float:
         return PROGRESS_TIMEOUT
+
+    @property
+    def resend_ask_delay(self) -> float:
+        return RESEND_ASK_DELAY
 
     def now(self) -> float:
         return self.endpoint.loop.time()

@@ -50,6 +50,8 @@ QUIET_TIMERS = {
     # the in-network barrier's exact count
     "barrier_rto": 5.0,
     "barrier_rto_max": 10.0,
+    # a leader of the packed allgather asks for its members' blocks after a 20 ms pause
+    "resend_ask_delay": 2.0,
 }
 
 

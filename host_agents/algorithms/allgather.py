@@ -214,11 +214,16 @@ async def _gather(ctx: Ctx, own: list[int], block: int) -> list[tuple[int, bytea
     got: list[tuple[int, bytearray]] = []
     last = ctx.now()
     while pending:
-        done, _ = await asyncio.wait(
-            [m.done for m in pending.values()],
-            timeout=ctx.resend_ask_delay,
-            return_when=FIRST_COMPLETED,
-        )
+        waiting = [m.done for m in pending.values()]
+        if not got:  # members may enter late: bounded like any receive's first segment
+            what = f"the blocks of ranks {[own[i] for i in pending]}"
+            await ctx.wait(asyncio.wait(waiting, return_when=FIRST_COMPLETED), what)
+            done = True
+        else:
+            arrived, _ = await asyncio.wait(
+                waiting, timeout=ctx.resend_ask_delay, return_when=FIRST_COMPLETED
+            )
+            done = bool(arrived)
         for i, msg in list(pending.items()):
             if msg.done.done():
                 got.append((i, await ctx.wait_incoming(msg, f"the block of rank {own[i]}")))
@@ -229,9 +234,8 @@ async def _gather(ctx: Ctx, own: list[int], block: int) -> list[tuple[int, bytea
         if ctx.now() - last > ctx.progress_timeout:
             missing = [own[i] for i in pending]
             raise ctx.error(f"the blocks of ranks {missing} never arrived")
-        if got:  # the others have started: the missing ones are overdue, not late
-            for msg in pending.values():
-                ctx.ask_resend(msg)
+        for msg in pending.values():  # the others have started: these are overdue, not late
+            ctx.ask_resend(msg)
     return got
 
 

@@ -184,3 +184,26 @@ def test_blocks_too_long_to_share_a_pack_are_published_without_acks() -> None:
 
     asyncio.run(asyncio.wait_for(main(), 60))
     assert flags and all(f & wire.Flag.NO_ACK for f in flags)
+
+
+def test_a_member_that_enters_late_is_waited_for_like_any_first_receive() -> None:
+    """A leader holding none of its members' blocks waits as long as a receive may wait for
+    its first segment, not just progress_timeout: a member entering late is no error."""
+    options = CommOptions(progress_timeout=0.2, first_data_timeout=20.0, op_timeout=30.0)
+    late_by = 0.5
+    others = [r for r in group_ranks(1) if r != LEADER]
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(TOPO, MEMBERS, loop=loop, config=CONFIG, options=options)
+        data = blocks(0)
+
+        async def one(comm: Comm) -> bytes:
+            if comm.rank in others:
+                await asyncio.sleep(late_by)
+            return bytes(await comm.allgather(data[comm.rank], algorithm="innet_packed"))
+
+        results = await asyncio.gather(*(one(c) for c in cluster.comms))
+        assert all(r == b"".join(data) for r in results)
+
+    asyncio.run(asyncio.wait_for(main(), 60))

@@ -252,6 +252,11 @@ async def innet_packed(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
         await innet(ctx, recvbuf, block)
         return
     view = memoryview(recvbuf)
+
+    def unpack(members: list[int], data: bytes | bytearray) -> None:
+        for i, member in enumerate(members):
+            view[member * block : (member + 1) * block] = data[i * block : (i + 1) * block]
+
     layout = packs(ctx, block)
     own = next(p for p in layout if ctx.rank in p)
     incoming = {
@@ -265,14 +270,12 @@ async def innet_packed(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
         pack[:block] = view[ctx.rank * block : (ctx.rank + 1) * block]
         for i, data in await _gather(ctx, own, block):
             pack[i * block : (i + 1) * block] = data
-            view[own[i] * block : (own[i] + 1) * block] = data
+        unpack(own, pack)
         sent = ctx.multicast(Tree.INNET, pack)
     else:
         ctx.step = f"send the block to the pack's leader (rank {own[0]})"
         sent = ctx.isend(own[0], 0, view[ctx.rank * block : (ctx.rank + 1) * block])
     ctx.step = "receive every pack"
     for leader, (members, msg) in incoming.items():
-        data = await ctx.wait_incoming(msg, f"the pack of rank {leader}")
-        for i, member in enumerate(members):
-            view[member * block : (member + 1) * block] = data[i * block : (i + 1) * block]
+        unpack(members, await ctx.wait_incoming(msg, f"the pack of rank {leader}"))
     await ctx.wait(sent, "multicasting the pack" if ctx.rank == own[0] else "sending the block")

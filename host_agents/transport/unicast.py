@@ -10,6 +10,7 @@ except on a gap, a duplicate or the last segment, and duplicate suppression.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from controller import wire
@@ -257,22 +258,27 @@ class Unicast:
         # holes below a selectively acknowledged segment were lost: resend them once per RTT
         if highest_sacked > 0:
             horizon = now - max(peer.rtt.srtt, self.cfg.rto_min)
-            for seg in range(cum, highest_sacked):
-                sent = msg.sent_at.get(seg)
-                if sent is not None and sent < horizon:
-                    self._transmit(msg, seg, retransmit=True)
+            self._resend_sent_before(msg, range(cum, highest_sacked), horizon)
         if hdr.flags & Flag.RESEND:  # the receiver is waiting for it: no timeout to wait out
             # sent a round trip ago and still not there: lost, not in flight (a request that
             # crossed the data costs one duplicate)
             horizon = now - (peer.rtt.srtt or self.cfg.rto_min)
-            for seg in sorted(msg.sent_at)[:4]:
-                if msg.sent_at[seg] < horizon:
-                    self._transmit(msg, seg, retransmit=True)
+            self._resend_sent_before(msg, sorted(msg.sent_at)[:4], horizon)
         if msg.timer is not None:
             msg.timer.cancel()
             msg.timer = None
         self._arm_timer(msg, peer)
         self._pump_peer(msg.dst)
+
+    def _resend_sent_before(
+        self, msg: OutgoingMessage, segments: Iterable[int], horizon: float
+    ) -> None:
+        """Resend those of ``segments`` still in flight that were last sent before
+        ``horizon``: at most once per round trip however often the receiver asks."""
+        for seg in segments:
+            sent = msg.sent_at.get(seg)
+            if sent is not None and sent < horizon:
+                self._transmit(msg, seg, retransmit=True)
 
     def _spurious(self, peer: PeerState, hdr: wire.Header) -> None:
         """The receiver had segment ``hdr.seg_idx`` when our retransmission of it came, for

@@ -9,7 +9,6 @@ until a switch barrier in the background confirms that everyone has everything.
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Callable
 
 import pytest
@@ -19,6 +18,7 @@ from controller.topology import Topology, dragonfly
 from host_agents.algorithms.allgather import IN_FLIGHT_BYTES
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig
+from tests import allgather_timing
 from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
@@ -63,26 +63,12 @@ class Losses:
         return False
 
 
-def blocks(instance: int, size: int) -> list[bytes]:
-    return [random.Random(instance * 100 + r).randbytes(size) for r in range(len(MEMBERS))]
-
-
 async def timed_allgather(
     comms: list[Comm], instance: int, started: float, size: int = BLOCK
 ) -> tuple[list[float], list[bytes]]:
-    """Every rank's allgather: (seconds from ``started`` to each rank's return, results)."""
-    loop = asyncio.get_running_loop()
-    data = blocks(instance, size)
-    done = [0.0] * len(comms)
-
-    async def one(comm: Comm) -> bytes:
-        got = await comm.allgather(data[comm.rank], algorithm="innet")
-        done[comm.rank] = loop.time() - started
-        return bytes(got)
-
-    results = await asyncio.gather(*(one(c) for c in comms))
-    assert all(r == b"".join(data) for r in results), "a rank got wrong blocks"
-    return done, results
+    """Every rank's ``innet`` allgather: (seconds from ``started`` to each rank's return,
+    results)."""
+    return await allgather_timing.timed_allgather(comms, instance, started, size, "innet")
 
 
 def run(body: Callable[[Cluster, Losses], object]) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +21,7 @@ from controller.topology import Topology, dragonfly
 from host_agents.algorithms.allgather import PACK_BYTES
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig
+from tests import allgather_timing
 from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
@@ -75,24 +75,12 @@ class Losses:
         return False
 
 
-def blocks(instance: int) -> list[bytes]:
-    return [random.Random(instance * 100 + r).randbytes(BLOCK) for r in range(len(MEMBERS))]
-
-
 async def timed_allgather(comms: list[Comm], instance: int) -> list[float]:
     """Every rank's packed allgather: seconds to each rank's return; the bytes are checked."""
-    loop = asyncio.get_running_loop()
-    data = blocks(instance)
-    started = loop.time()
-    done = [0.0] * len(comms)
-
-    async def one(comm: Comm) -> bytes:
-        got = await comm.allgather(data[comm.rank], algorithm="innet_packed")
-        done[comm.rank] = loop.time() - started
-        return bytes(got)
-
-    results = await asyncio.gather(*(one(c) for c in comms))
-    assert all(r == b"".join(data) for r in results), "a rank got wrong blocks"
+    started = asyncio.get_running_loop().time()
+    done, _ = await allgather_timing.timed_allgather(
+        comms, instance, started, BLOCK, "innet_packed"
+    )
     return done
 
 
@@ -196,7 +184,7 @@ def test_a_member_that_enters_late_is_waited_for_like_any_first_receive() -> Non
     async def main() -> None:
         loop = asyncio.get_running_loop()
         cluster = Cluster(TOPO, MEMBERS, loop=loop, config=CONFIG, options=options)
-        data = blocks(0)
+        data = allgather_timing.blocks(0, BLOCK, len(MEMBERS))
 
         async def one(comm: Comm) -> bytes:
             if comm.rank in others:

@@ -27,13 +27,47 @@ from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.messages import Incoming, Source, segment_count
 
-# complete copies kept for members still missing data; beyond this the oldest goes (its
-# members then get repairs from the root, as without a copy)
-HELD_COPIES = 64
+# bytes of complete copies kept for members still missing data; beyond this the oldest goes
+# (the co-root then asks the root to repair its members). A count of 64 copies was too few
+# with every rank of Df(2,4,2) rooting a broadcast at once: 72 in flight per co-root
+HELD_BYTES = 64 << 20
 # CoRoots.patience: a D-SACK doubles it up to PATIENCE_MAX; it halves every half-life
 # without one (seconds: longer than a loaded emulator's bursts, short against a run)
 PATIENCE_MAX = 32.0
 PATIENCE_HALF_LIFE = 2.0
+
+
+class HeldCopies:
+    """Copies of multicasts a co-root's caller has taken, oldest first, within HELD_BYTES."""
+
+    def __init__(self) -> None:
+        self._copies: collections.OrderedDict[McastKey, Source] = collections.OrderedDict()
+        self._bytes = 0
+
+    def __contains__(self, key: McastKey) -> bool:
+        return key in self._copies
+
+    def __len__(self) -> int:
+        return len(self._copies)
+
+    def get(self, key: McastKey) -> Source | None:
+        return self._copies.get(key)
+
+    def add(self, key: McastKey, data: bytes) -> None:
+        self.pop(key)
+        self._copies[key] = Source(data)
+        self._bytes += len(data)
+        while self._bytes > HELD_BYTES and self._copies:
+            self.pop(next(iter(self._copies)))
+
+    def pop(self, key: McastKey) -> None:
+        copy = self._copies.pop(key, None)
+        if copy is not None:
+            self._bytes -= copy.size
+
+    def purge(self, comm: int) -> None:
+        for key in [k for k in self._copies if k.comm == comm]:
+            self.pop(key)
 
 
 class Aggregator:
@@ -85,7 +119,7 @@ class CoRoots:
         self._patience_at = 0.0  # when it last doubled
         self._aggregators: dict[McastKey, Aggregator] = {}
         # copies of messages the caller has taken while members still miss parts of them
-        self._held: collections.OrderedDict[McastKey, Source] = collections.OrderedDict()
+        self._held = HeldCopies()
         # finished multicasts: what was reported for them and when, to answer a late
         # retransmission once (every member answers each retransmitted segment)
         self._aggregated: collections.OrderedDict[McastKey, tuple[int, float]] = (
@@ -97,8 +131,7 @@ class CoRoots:
             self._aggregators.pop(key).cancel_timers()
         for key in [k for k in self._aggregated if k.comm == comm]:
             del self._aggregated[key]
-        for key in [k for k in self._held if k.comm == comm]:
-            del self._held[key]
+        self._held.purge(comm)
 
     def _aggregator(self, key: McastKey) -> Aggregator | None:
         agg = self._aggregators.get(key)
@@ -113,7 +146,7 @@ class CoRoots:
                 if len(self._aggregators) > self.cfg.completed_memory:
                     oldest = next(iter(self._aggregators))
                     self._aggregators.pop(oldest).cancel_timers()
-                    self._held.pop(oldest, None)
+                    self._held.pop(oldest)
         return agg
 
     def on_ack(self, key: McastKey, ack: wire.Header) -> None:
@@ -148,7 +181,7 @@ class CoRoots:
         if merged >= ack.seg_count:
             agg.cancel_timers()
             del self._aggregators[key]
-            self._held.pop(key, None)
+            self._held.pop(key)
             self._aggregated[key] = (merged, self.loop.time())
             while len(self._aggregated) > self.cfg.completed_memory:
                 self._aggregated.popitem(last=False)
@@ -234,9 +267,7 @@ class CoRoots:
         agg = self._aggregator(msg.key)
         if agg is None or not msg.done.done():
             return
-        self._held[msg.key] = Source(bytes(msg.data))
-        while len(self._held) > HELD_COPIES:
-            self._held.popitem(last=False)
+        self._held.add(msg.key, bytes(msg.data))
 
     def _copy(self, key: McastKey) -> tuple[Source, bytearray | None] | None:
         """This node's data of ``key`` and which segments it has (None: all of them)."""
@@ -297,7 +328,7 @@ class CoRoots:
                 # root's window reports nothing before it completes, so what it may lack
                 # alone is the tail, which no later segment showed it was missing
                 seg = cum if cum else seg_count - 1
-                self._repair(key, agg, member, [(seg, 1)])
+                self._repair_or_ask_root(key, agg, member, [(seg, 1)])
 
     def relay(self, key: McastKey, seg: int) -> None:
         """The root repaired segment ``seg`` to this co-root, which had it already: the
@@ -324,7 +355,7 @@ class CoRoots:
             if now - agg.relayed.get(member, -1e9) < interval:
                 continue
             agg.relayed[member] = now
-            self._repair(key, agg, member, [(seg, 1)])
+            self._repair_or_ask_root(key, agg, member, [(seg, 1)])
 
     def forward_nack(
         self, key: McastKey, ranges: list[tuple[int, int]], requester: int | None = None
@@ -334,17 +365,30 @@ class CoRoots:
         agg = self._aggregator(key)
         if agg is None:
             return
-        on_behalf = 0
         if requester is not None and requester != self.endpoint.node:
-            ranges = self._repair(key, agg, requester, ranges)
-            if not ranges:
-                return
-            if self._has_all(key):
-                # we had it all but kept no copy: the root must repair the member itself (a
-                # repair to us would be a duplicate here and never reach the member)
-                on_behalf = requester
-        # forward each missing range once per interval: one loss high in the tree brings one
-        # NACK per co-root to the root, not one per receiver
+            self._repair_or_ask_root(key, agg, requester, ranges)
+        else:
+            self._ask_root(key, agg, ranges, 0)
+
+    def _repair_or_ask_root(
+        self, key: McastKey, agg: Aggregator, member: int, ranges: list[tuple[int, int]]
+    ) -> None:
+        """Repair ``member`` from this node's copy; what the copy lacks, or all of it when no
+        copy is kept (HeldCopies gave it up), the root is asked for."""
+        lacking = self._repair(key, agg, member, ranges)
+        if not lacking:
+            return
+        # we had it all but kept no copy: the root must repair the member itself (a repair
+        # to us would be a duplicate here and never reach the member). Before probes and
+        # relays asked, a member whose final ACK was lost stalled its root until peer_timeout
+        self._ask_root(key, agg, lacking, member if self._has_all(key) else 0)
+
+    def _ask_root(
+        self, key: McastKey, agg: Aggregator, ranges: list[tuple[int, int]], on_behalf: int
+    ) -> None:
+        """NACK ``ranges`` to the root for ``on_behalf`` (0: this co-root lacks them).
+        Each range goes once per interval: one loss high in the tree brings one NACK per
+        co-root to the root, not one per receiver."""
         now = self.loop.time()
         fresh = [
             r

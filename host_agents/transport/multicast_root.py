@@ -275,7 +275,9 @@ class MulticastRoots:
         return True
 
     def _ack(self, root: McastRoot, source: int, cum: int) -> None:
-        if source not in root.cum or cum <= root.cum[source]:
+        # an ended multicast (failed, or its communicator freed) is forgotten only once its
+        # done callbacks run: ACKs arriving before then change nothing
+        if root.done.done() or source not in root.cum or cum <= root.cum[source]:
             return
         before = root.slowest
         root.cum[source] = min(cum, root.seg_count)

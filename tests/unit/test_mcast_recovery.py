@@ -226,6 +226,59 @@ def test_a_lost_final_ack_is_recovered_without_the_root() -> None:
     assert stats[coroot].coroot_repairs >= 1
 
 
+def test_roots_broadcasting_at_once_spread_the_coroot_duty_over_each_group() -> None:
+    """Every member of a group is the co-root of some roots, none of many more than its
+    share: with one co-root per group for every root, one agent in four (here) merged the
+    group's ACKs of every broadcast when all ranks broadcast at once."""
+    duties: dict[int, int] = {}
+    for root in MEMBERS:
+        plan = plan_of(root)
+        for coroot, members in plan.aggregates.items():
+            if coroot != root:
+                assert coroot in members and all(plan.ack_target[m] == coroot for m in members)
+                duties[coroot] = duties.get(coroot, 0) + 1
+    assert set(duties) == set(MEMBERS)
+    roots_outside_a_group = len(MEMBERS) - 4  # 4 hosts per group
+    assert max(duties.values()) <= -(-roots_outside_a_group // 4) + 1
+
+
+def test_a_lost_final_ack_is_recovered_by_the_root_when_the_coroot_kept_no_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same loss at a co-root that gave its copy up (more multicasts in flight than it
+    keeps): its probe asks the root to repair the member. Before, the probe sent nothing,
+    the root's repairs to the co-root were passed on to nobody, and the root gave up at
+    peer_timeout (every rank rooting a 16 KiB broadcast on Df(2,4,2), 72 copies per co-root
+    against 64 kept, stalled the same way)."""
+    monkeypatch.setattr(aggregation, "HELD_BYTES", 0)
+    member, coroot = remote_member()
+    seconds, cluster = broadcast(
+        first_copy(
+            lambda link, hdr: link == (-1, member) and hdr.op == wire.Op.ACK and hdr.seq == SEGMENTS
+        )
+    )
+    assert seconds < BOUND
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert stats[coroot].coroot_repairs == 0 and stats[coroot].nacks_forwarded >= 1
+    assert stats[ROOT].retransmissions >= 1, "the root repaired the member by unicast"
+
+
+def test_a_coroot_keeps_copies_within_its_byte_budget_oldest_out_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(aggregation, "HELD_BYTES", 250)
+    held = aggregation.HeldCopies()
+    keys = [McastKey(ROOT, 1, epoch, wire.Tree.INNET) for epoch in range(1, 5)]
+    for key in keys:
+        held.add(key, bytes(100))
+    assert [k in held for k in keys] == [False, False, True, True]
+    held.pop(keys[2])
+    held.add(keys[0], bytes(100))
+    assert len(held) == 2 and keys[3] in held and keys[0] in held
+    held.purge(1)
+    assert len(held) == 0
+
+
 def test_a_forged_repair_from_a_coroot_of_another_group_is_refused() -> None:
     """Only the co-root a member reports to may repair it: the new path opens no door."""
     member, coroot = remote_member()

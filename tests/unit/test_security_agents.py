@@ -150,9 +150,13 @@ def test_a_nack_gets_no_published_block_and_no_multicast_repair(who: str) -> Non
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         cluster = cluster_of(loop)
         root = cluster.comms[0]
-        # a member asking a root it does not report to, for a tree it is not in: rank 4 for
-        # the acknowledged broadcast tree of rank 0 (its ACKs go to its co-root)
-        sender = OUTSIDER if who == "outsider" else cluster.comms[4].engine.node
+        # a member asking a root it does not report to, for a tree it is not in: for the
+        # acknowledged broadcast tree of rank 0, a member whose ACKs go to its co-root
+        plan = root.engine.plan(root.comm_id, root.engine.node, wire.Tree.INNET)
+        member = next(
+            n for n, target in plan.ack_target.items() if target not in (n, root.engine.node)
+        )
+        sender = OUTSIDER if who == "outsider" else member
         attacker = Attacker(cluster, sender, loop)
         publish = root.engine.mcast_publish
 

@@ -4,10 +4,9 @@ Every rank derives the plan of a (communicator, root, tree) from the topology fi
 communicator's members, so receivers know their ACK target even when data arrives before they
 call the collective.
 
-* ``innet``: the root aggregates its own dragonfly group; in every other group one member is the
-  co-root, merging its group's ACKs into one for the root. The root waits for at most one ACK
-  stream per group (9 on Df(2,4,2) instead of 71). Which member depends on the root
-  (:func:`coroot_of`), so that roots broadcasting at once spread the duty over the group.
+* ``innet``: the root aggregates its own dragonfly group; in every other group the member with
+  the lowest node id is the co-root, merging its group's ACKs into one for the root. The root
+  waits for at most one ACK stream per group (9 on Df(2,4,2) instead of 71).
 * ``innet`` with switch-merged ACKs (a communicator created with ``ack_merge="switch"``): the
   receivers ACK checkpoints up the tree, the switches merge them (``p4src/common/ackmerge.p4``)
   and the root waits for ONE stream, from its own switch. NACKs still go to the co-roots.
@@ -98,15 +97,6 @@ def direct_plan(root: int, receivers: tuple[int, ...]) -> McastPlan:
     )
 
 
-def coroot_of(group_members: list[int] | tuple[int, ...], root: int) -> int:
-    """The co-root of a group for ``root``'s multicasts: a different member for consecutive
-    roots. One co-root per group for every root (the lowest node id, before) merged the ACKs
-    and held the copies of all 64 other roots' broadcasts when every rank of Df(2,4,2)
-    broadcast at once, one agent among eight doing the group's work."""
-    ordered = sorted(group_members)
-    return ordered[root % len(ordered)]
-
-
 def innet_plan(
     directory: Directory, members: tuple[int, ...], root: int, *, merged: bool = False
 ) -> McastPlan:
@@ -123,7 +113,7 @@ def innet_plan(
                 ack_target.update(dict.fromkeys(others, root))
                 sources.append(root)
             continue
-        coroot = coroot_of(group_members, root)
+        coroot = min(group_members)
         aggregates[coroot] = tuple(sorted(group_members))
         ack_target.update(dict.fromkeys(group_members, coroot))
         sources.append(coroot)

@@ -226,22 +226,6 @@ def test_a_lost_final_ack_is_recovered_without_the_root() -> None:
     assert stats[coroot].coroot_repairs >= 1
 
 
-def test_roots_broadcasting_at_once_spread_the_coroot_duty_over_each_group() -> None:
-    """Every member of a group is the co-root of some roots, none of many more than its
-    share: with one co-root per group for every root, one agent in four (here) merged the
-    group's ACKs of every broadcast when all ranks broadcast at once."""
-    duties: dict[int, int] = {}
-    for root in MEMBERS:
-        plan = plan_of(root)
-        for coroot, members in plan.aggregates.items():
-            if coroot != root:
-                assert coroot in members and all(plan.ack_target[m] == coroot for m in members)
-                duties[coroot] = duties.get(coroot, 0) + 1
-    assert set(duties) == set(MEMBERS)
-    roots_outside_a_group = len(MEMBERS) - 4  # 4 hosts per group
-    assert max(duties.values()) <= -(-roots_outside_a_group // 4) + 1
-
-
 def test_a_lost_final_ack_is_recovered_by_the_root_when_the_coroot_kept_no_copy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -24,7 +24,7 @@ from host_agents.comm import CommOptions
 from host_agents.directory import Directory
 from host_agents.engine import EngineConfig
 from host_agents.plans import PlanBook
-from host_agents.transport import aggregation
+from host_agents.transport import aggregation, coroot_copies
 from host_agents.transport.keys import McastKey
 from tests.fabric import Cluster, Faults
 
@@ -234,7 +234,7 @@ def test_a_lost_final_ack_is_recovered_by_the_root_when_the_coroot_kept_no_copy(
     the root's repairs to the co-root were passed on to nobody, and the root gave up at
     peer_timeout (every rank rooting a 16 KiB broadcast on Df(2,4,2), 72 copies per co-root
     against 64 kept, stalled the same way)."""
-    monkeypatch.setattr(aggregation, "HELD_BYTES", 0)
+    monkeypatch.setattr(coroot_copies, "HELD_BYTES", 0)
     member, coroot = remote_member()
     seconds, cluster = broadcast(
         first_copy(
@@ -250,8 +250,8 @@ def test_a_lost_final_ack_is_recovered_by_the_root_when_the_coroot_kept_no_copy(
 def test_a_coroot_keeps_copies_within_its_byte_budget_oldest_out_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(aggregation, "HELD_BYTES", 250)
-    held = aggregation.HeldCopies()
+    monkeypatch.setattr(coroot_copies, "HELD_BYTES", 250)
+    held = coroot_copies.HeldCopies()
     keys = [McastKey(ROOT, 1, epoch, wire.Tree.INNET) for epoch in range(1, 5)]
     for key in keys:
         held.add(key, bytes(100))

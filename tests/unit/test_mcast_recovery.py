@@ -22,7 +22,7 @@ from controller import wire
 from controller.topology import Topology, dragonfly
 from host_agents.comm import CommOptions
 from host_agents.directory import Directory
-from host_agents.engine import EngineConfig
+from host_agents.engine import EngineConfig, EngineStats
 from host_agents.plans import PlanBook
 from host_agents.transport import aggregation, coroot_copies
 from host_agents.transport.keys import McastKey
@@ -211,9 +211,9 @@ def test_a_lost_repair_is_asked_for_again() -> None:
     assert stats[coroot].coroot_repairs >= 2
 
 
-def test_a_lost_final_ack_is_recovered_without_the_root() -> None:
-    """A member's last ACK to its co-root is lost: the co-root sends it the tail again, the
-    member answers as a complete receiver, and the root never times out."""
+def broadcast_losing_a_final_ack() -> tuple[int, dict[int, EngineStats]]:
+    """A broadcast in which a remote member's last ACK to its co-root is lost; it must end
+    within BOUND. The co-root, and every node's stats."""
     member, coroot = remote_member()
     seconds, cluster = broadcast(
         first_copy(
@@ -221,7 +221,13 @@ def test_a_lost_final_ack_is_recovered_without_the_root() -> None:
         )
     )
     assert seconds < BOUND
-    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    return coroot, {c.engine.node: c.engine.stats for c in cluster.comms}
+
+
+def test_a_lost_final_ack_is_recovered_without_the_root() -> None:
+    """A member's last ACK to its co-root is lost: the co-root sends it the tail again, the
+    member answers as a complete receiver, and the root never times out."""
+    coroot, stats = broadcast_losing_a_final_ack()
     assert stats[ROOT].mcast_retransmissions == 0
     assert stats[coroot].coroot_repairs >= 1
 
@@ -235,14 +241,7 @@ def test_a_lost_final_ack_is_recovered_by_the_root_when_the_coroot_kept_no_copy(
     peer_timeout (every rank rooting a 16 KiB broadcast on Df(2,4,2), 72 copies per co-root
     against 64 kept, stalled the same way)."""
     monkeypatch.setattr(coroot_copies, "HELD_BYTES", 0)
-    member, coroot = remote_member()
-    seconds, cluster = broadcast(
-        first_copy(
-            lambda link, hdr: link == (-1, member) and hdr.op == wire.Op.ACK and hdr.seq == SEGMENTS
-        )
-    )
-    assert seconds < BOUND
-    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    coroot, stats = broadcast_losing_a_final_ack()
     assert stats[coroot].coroot_repairs == 0 and stats[coroot].nacks_forwarded >= 1
     assert stats[ROOT].retransmissions >= 1, "the root repaired the member by unicast"
 

@@ -337,17 +337,7 @@ class Unicast:
         round trip, and ignores a message it is not sending."""
         key = msg.key
         assert isinstance(key, UnicastKey)
-        ack = wire.Header(
-            op=Op.ACK,
-            comm_id=key.comm,
-            epoch=key.epoch,
-            tag=key.tag,
-            flags=Flag.RESEND,
-            src_node=self.endpoint.node,
-            dst_node=key.peer,
-            seq=msg.contiguous,
-        )
-        self.endpoint.send_frame(self.endpoint.directory.mac(key.peer), ack, pack_sack(0))
+        self._ack_to(key.peer, key, msg.contiguous, 0, flags=Flag.RESEND)
         self.endpoint.stats.resend_requests += 1
 
     def _ack_now(self, msg: Incoming, hdr: wire.Header, *, duplicate: bool = False) -> None:
@@ -362,21 +352,41 @@ class Unicast:
     ) -> None:
         """``duplicate``: ``hdr`` was a segment already here (a D-SACK: seg_idx names it,
         msg_len says how long it had been here)."""
-        held = 0
-        if duplicate:
-            key = UnicastKey(hdr.src_node, hdr.comm_id, hdr.epoch, hdr.tag)
-            held = wire.held_us(self.inbox.held_for(key, hdr.seg_idx))
-        ack = wire.Header(
-            op=Op.ACK,
-            comm_id=hdr.comm_id,
-            epoch=hdr.epoch,
-            tag=hdr.tag,
+        key = UnicastKey(hdr.src_node, hdr.comm_id, hdr.epoch, hdr.tag)
+        held = wire.held_us(self.inbox.held_for(key, hdr.seg_idx)) if duplicate else 0
+        self._ack_to(
+            dst,
+            key,
+            cum,
+            sack,
             flags=Flag.DUPLICATE if duplicate else Flag.NONE,
-            src_node=self.endpoint.node,
-            dst_node=dst,
-            seq=cum,
             seg_idx=hdr.seg_idx if duplicate else 0,
             msg_len=held,
         )
-        self.endpoint.send_frame(self.endpoint.directory.mac(dst), ack, pack_sack(sack))
         self.endpoint.stats.acks_sent += 1
+
+    def _ack_to(
+        self,
+        dst: int,
+        key: UnicastKey,
+        cum: int,
+        sack: int,
+        *,
+        flags: int,
+        seg_idx: int = 0,
+        msg_len: int = 0,
+    ) -> None:
+        """An ACK frame for message ``key`` (its comm, epoch and tag) to ``dst``."""
+        ack = wire.Header(
+            op=Op.ACK,
+            comm_id=key.comm,
+            epoch=key.epoch,
+            tag=key.tag,
+            flags=flags,
+            src_node=self.endpoint.node,
+            dst_node=dst,
+            seq=cum,
+            seg_idx=seg_idx,
+            msg_len=msg_len,
+        )
+        self.endpoint.send_frame(self.endpoint.directory.mac(dst), ack, pack_sack(sack))

@@ -342,9 +342,10 @@ class CoRoots:
         lacking = self._repair(key, agg, member, ranges)
         if not lacking:
             return
-        # we had it all but kept no copy: the root must repair the member itself (a repair
-        # to us would be a duplicate here and never reach the member). Before probes and
-        # relays asked, a member whose final ACK was lost stalled its root until peer_timeout
+        # had we it all but kept no copy, the root must repair the member itself (a repair
+        # to us would be a duplicate here and never reach the member); else we lack it too.
+        # Before probes and relays asked, a member whose final ACK was lost stalled its root
+        # until peer_timeout
         self._ask_root(key, agg, lacking, member if self._has_all(key) else 0)
 
     def _ask_root(

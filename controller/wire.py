@@ -270,7 +270,7 @@ HEADER_FIELDS: tuple[tuple[str, int], ...] = (
     ("seg_count", 32),
     ("msg_len", 32),
     ("payload_len", 16),
-    ("reserved", 16),
+    ("stamp", 16),
     ("payload_crc", 32),
 )
 MP_FIELDS: tuple[tuple[str, int], ...] = (
@@ -323,7 +323,7 @@ class Header:
     seg_count: int = 1
     msg_len: int = 0
     payload_len: int = 0
-    reserved: int = 0
+    stamp: int = 0
     payload_crc: int = 0
     version: int = PROTOCOL_VERSION
 
@@ -346,7 +346,7 @@ class Header:
             self.seg_count,
             self.msg_len,
             self.payload_len if payload_len is None else payload_len,
-            self.reserved,
+            self.stamp,
             self.payload_crc if payload_crc is None else payload_crc,
         )
 
@@ -372,7 +372,7 @@ class Header:
             seg_count,
             msg_len,
             payload_len,
-            reserved,
+            stamp,
             payload_crc,
         ) = _HDR.unpack_from(buf, offset)
         return cls(
@@ -390,7 +390,7 @@ class Header:
             seg_count=seg_count,
             msg_len=msg_len,
             payload_len=payload_len,
-            reserved=reserved,
+            stamp=stamp,
             payload_crc=payload_crc,
             version=version,
         )

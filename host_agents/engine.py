@@ -52,6 +52,7 @@ from host_agents.transport.multicast_receiver import MulticastReceiver
 from host_agents.transport.multicast_root import McastRoot, MulticastRoots
 from host_agents.transport.probes import Probes
 from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests
+from host_agents.transport.stamps import NO_STAMP
 from host_agents.transport.switch_reduce import SwitchReduce
 from host_agents.transport.unicast import Unicast
 
@@ -276,7 +277,9 @@ class Engine:
         if ack.flags & Flag.DUPLICATE and ack.root_node == self.node:
             held = None if ack.msg_len == wire.HELD_UNKNOWN else ack.msg_len / 1e6
             self._roots.on_duplicate(key, ack.seg_idx, held)
-        if self._roots.on_ack(key, ack.src_node, ack.seq):
+        # only a switch-merged ACK echoes a send stamp (the receivers' own, passed on unchanged)
+        echo = ack.stamp if ack.flags & Flag.MERGE else NO_STAMP
+        if self._roots.on_ack(key, ack.src_node, ack.seq, echo):
             return
         if ack.root_node == self.node:
             return  # a late ACK for a multicast this node finished rooting

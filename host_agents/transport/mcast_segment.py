@@ -7,6 +7,7 @@ from controller.wire import Flag, Op
 from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
 from host_agents.transport.keys import McastKey
 from host_agents.transport.messages import Source, segment_bounds, segment_count
+from host_agents.transport.stamps import NO_STAMP, send_stamp
 
 
 def send_mcast_segment(
@@ -36,6 +37,8 @@ def send_mcast_segment(
         seg_idx=seg,
         seg_count=seg_count,
         msg_len=source.size,
+        # the root's send time, for receivers to echo (host_agents.transport.stamps)
+        stamp=send_stamp(endpoint.loop.time()) if endpoint.node == key.root else NO_STAMP,
     )
     dst_mac = BROADCAST_MAC if repair_to is None else endpoint.directory.mac(repair_to)
     endpoint.send_frame(dst_mac, hdr, source.view[start:end])

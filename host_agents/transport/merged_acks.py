@@ -20,6 +20,7 @@ from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.feedback import NO_SACK
 from host_agents.transport.keys import McastKey
 from host_agents.transport.messages import Incoming
+from host_agents.transport.stamps import echo_of
 
 # crossing more checkpoints at once (a repair filled a long gap) sends only the newest few:
 # the switches keep NETCOLL_ACK_WINDOW (8) cells per tree, and ACKs are cumulative
@@ -96,6 +97,7 @@ class SwitchAcks:
             seg_idx=ordinal,
             seg_count=seg_count,
             flags=Flag.MERGE,
+            stamp=echo_of(hdr),  # which copy prompted it: the root's round trip from any copy
         )
         self.endpoint.send_frame(self.endpoint.directory.mac(key.root), ack, NO_SACK)
         self.endpoint.stats.acks_sent += 1

@@ -23,6 +23,7 @@ from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.messages import Source, segment_bounds, segment_count
 from host_agents.transport.rtt import RttEstimate
+from host_agents.transport.stamps import NO_STAMP, echoed_round_trip
 
 # askers of one segment within half an RTO that make the root repair it down the whole tree
 MULTICAST_REPAIR_ASKERS = 3
@@ -65,7 +66,7 @@ class McastRoot:
         self.returns_early = not plan.merged_by
         # the multicast before this one on the same tree, until it is acknowledged
         self.behind: McastRoot | None = None
-        self.last_progress = loop.time()
+        self.created = self.last_progress = loop.time()
         self.timer: asyncio.TimerHandle | None = None
         self.sent_at: dict[int, float] = {}  # first transmission of each segment (Karn)
         self.last_sent: dict[int, float] = {}  # latest transmission of each, repairs included
@@ -261,20 +262,21 @@ class MulticastRoots:
                 return list(root.receivers)  # the switches merge the ACKs: anyone may be behind
         return behind
 
-    def on_ack(self, key: McastKey, member: int, cum: int) -> bool:
-        """An ACK (merged by a co-root, or from a member of the root's own group); False when
-        this node roots no multicast ``key``."""
+    def on_ack(self, key: McastKey, member: int, cum: int, echo: int = NO_STAMP) -> bool:
+        """An ACK (merged by a co-root or the switches, or from a member of the root's own
+        group; a switch-merged one ``echo``-ing the stamp of the copy that prompted it); False
+        when this node roots no multicast ``key``."""
         root = self._roots.get(key)
         if root is None:
             return False
         if member in root.cum:
-            self._ack(root, member, cum)
+            self._ack(root, member, cum, echo)
         elif root.group is not None:  # a member of the root's own group
             root.group.merge(member, cum)
             self._ack(root, self.endpoint.node, min(root.group.cum.values()))
         return True
 
-    def _ack(self, root: McastRoot, source: int, cum: int) -> None:
+    def _ack(self, root: McastRoot, source: int, cum: int, echo: int = NO_STAMP) -> None:
         # an ended multicast (failed, or its communicator freed) is forgotten only once its
         # done callbacks run: ACKs arriving before then change nothing
         if root.done.done() or source not in root.cum or cum <= root.cum[source]:
@@ -284,10 +286,9 @@ class MulticastRoots:
         if root.slowest > before:
             now = self.loop.time()
             root.last_progress = now
-            newest = root.slowest - 1
-            sent = root.sent_at.get(newest)
-            if sent is not None and newest not in root.last_repair:  # Karn: clean samples only
-                root.rtt.sample(now - sent, self.cfg)
+            sample = self._round_trip(root, now, echo)
+            if sample is not None:
+                root.rtt.sample(sample, self.cfg)
             root.backoff = 1.0
             if root.timer is not None:
                 root.timer.cancel()
@@ -296,6 +297,19 @@ class MulticastRoots:
             root.done.set_result(None)
         else:
             self._pump(root)
+
+    def _round_trip(self, root: McastRoot, now: float, echo: int) -> float | None:
+        """The round trip an ACK that advanced ``root`` measures: from the echoed stamp of
+        the copy that prompted it, whichever transmission that was; without an echo, from the
+        newest acknowledged segment's transmission if it went out only once (Karn's rule)."""
+        echoed = echoed_round_trip(now, echo, root.created)
+        if echoed is not None:
+            return echoed
+        newest = root.slowest - 1
+        sent = root.sent_at.get(newest)
+        if sent is None or newest in root.last_repair:
+            return None
+        return now - sent
 
     def on_nack(
         self, key: McastKey, ranges: list[tuple[int, int]], requester: int | None = None

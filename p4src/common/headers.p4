@@ -46,7 +46,7 @@ header coll_h {
     bit<32> seg_count;
     bit<32> msg_len;
     bit<16> payload_len;
-    bit<16> reserved;
+    bit<16> stamp;   /* host to host (a send time and its echo): switches pass it on */
     bit<32> payload_crc;
 }
 

@@ -1,0 +1,112 @@
+"""Send stamps echoed in switch-merged ACKs (host_agents/transport/stamps.py): a root learns its
+round trip from an ACK whichever copy of a segment prompted it, where Karn's rule alone takes
+no sample from a retransmitted segment."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from controller import wire
+from controller.topology import dragonfly
+from host_agents.comm import CommOptions
+from host_agents.engine import EngineConfig
+from host_agents.transport.keys import McastKey
+from host_agents.transport.merged_acks import SwitchAcks
+from host_agents.transport.messages import Incoming
+from host_agents.transport.stamps import (
+    NO_STAMP,
+    STAMP_SPAN,
+    STAMP_UNIT,
+    echo_of,
+    echoed_round_trip,
+    send_stamp,
+)
+from tests.fabric import Cluster, Faults
+from tests.unit.test_switch_merged_acks import HOSTS, TIMEOUTS, Recorder, run
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_stamp_is_never_the_no_stamp_value_and_wraps_in_16_bits() -> None:
+    assert send_stamp(0.0) != NO_STAMP
+    assert send_stamp(STAMP_SPAN) != NO_STAMP  # the tick that wraps to 0
+    assert all(0 < send_stamp(t * 0.37) <= 0xFFFF for t in range(1000))
+
+
+def test_the_round_trip_comes_from_the_echoed_stamp_across_a_wrap() -> None:
+    sent = STAMP_SPAN - 0.01  # 10 ms before the stamps wrap
+    now = sent + 0.025
+    trip = echoed_round_trip(now, send_stamp(sent), since=sent - 1.0)
+    assert trip == pytest.approx(0.025, abs=2 * STAMP_UNIT)
+
+
+def test_an_echo_that_cannot_be_the_multicasts_own_gives_no_round_trip() -> None:
+    now = 100.0
+    assert echoed_round_trip(now, NO_STAMP, since=99.0) is None
+    # stamped before the multicast began: a forged or stale echo, not a sample
+    assert echoed_round_trip(now, send_stamp(now - 0.5), since=now - 0.1) is None
+    # a multicast older than the stamps' span: its stamps may have wrapped
+    assert echoed_round_trip(now, send_stamp(now - 0.5), since=now - STAMP_SPAN) is None
+    assert echoed_round_trip(now, send_stamp(now - 0.5), since=now - 0.6) == pytest.approx(
+        0.5, abs=2 * STAMP_UNIT
+    )
+
+
+def test_a_receiver_echoes_the_roots_stamp_and_never_a_coroots() -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        endpoint = Recorder(loop)
+        acks = SwitchAcks(endpoint)  # type: ignore[arg-type]
+        key = McastKey(HOSTS[0], 1, 5, wire.Tree.INNET)
+        msg = Incoming(loop, key, 40 * 1000, 40)
+        from_root = wire.Header(
+            op=wire.Op.MCAST, comm_id=1, epoch=5, root_node=HOSTS[0], src_node=HOSTS[0],
+            seg_idx=15, seg_count=40, stamp=1234,
+        )  # fmt: skip
+        msg.contiguous = 16
+        acks.on_segment(msg, from_root, new=True)
+        # a co-root's repair carries a stamp of its own clock, if any: not the root's to time
+        from_coroot = from_root.with_(src_node=HOSTS[5], seg_idx=31, stamp=777)
+        msg.contiguous = 32
+        acks.on_segment(msg, from_coroot, new=True)
+        assert [(h.seq, h.stamp) for h in endpoint.sent] == [(16, 1234), (32, NO_STAMP)]
+        assert echo_of(from_root) == 1234 and echo_of(from_coroot) == NO_STAMP
+
+    run(body, timeout=10)
+
+
+def test_a_switch_merged_root_learns_a_round_trip_longer_than_its_first_timeout() -> None:
+    """Every link takes 3 ms, so a round trip through the tree takes about 25 ms, and the
+    first RTO is 4 ms: the root resends every 1-byte broadcast's only segment before its ACK
+    comes. Karn's rule alone never samples such a segment, so every broadcast timed out
+    again; the echo of the copy that prompted the merged ACK gives the sample, and the
+    broadcasts after the first go without a timeout."""
+    topo = dragonfly(2, 2, 1)  # 3 groups, 6 routers, 12 hosts: a light load on a busy machine
+    hosts = tuple(h.node_id for h in topo.hosts)
+    config = dataclasses.replace(
+        EngineConfig(), rto_initial=0.004, rto_min=0.004, tail_delay=1.0, coroot_probe_delay=1.0
+    )
+    options = CommOptions(ack_merge="switch", **TIMEOUTS)  # type: ignore[arg-type]
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            topo, hosts, loop=loop, config=config, options=options, faults=Faults(delay=0.003)
+        )
+        root = cluster.comms[0]
+        resent = []
+        for i in range(6):
+            before = root.engine.stats.mcast_retransmissions
+            data = bytes([i])
+            got = await asyncio.gather(
+                *(c.bcast(data if c.rank == 0 else None, 0, size=1, algorithm="innet")
+                  for c in cluster.comms)
+            )  # fmt: skip
+            assert all(g == data for g in got)
+            await asyncio.gather(*(c.settle() for c in cluster.comms))
+            resent.append(root.engine.stats.mcast_retransmissions - before)
+        assert resent[0] >= 1, "the first RTO should be shorter than the round trip"
+        assert resent[1:] == [0] * 5, f"retransmissions per broadcast: {resent}"
+
+    run(body, timeout=60)

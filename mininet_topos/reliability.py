@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.linkfaults import Impairment
-from mininet_topos.provenance import commit, now
+from mininet_topos.provenance import commit, now, protocol
 from mininet_topos.reliability_report import render
 from mininet_topos.reliability_results import CellKey, IncompatibleResults, Part, Results, Run
 
@@ -296,6 +296,9 @@ def open_results(args: argparse.Namespace) -> Results:
     if (args.resume or args.report_only) and args.results.exists():
         results = Results.load(args.results)
         results.check_compatible(args.topo, args.members, settings_record())
+        for earlier in results.runs:  # files from before runs recorded it
+            if not earlier.protocol and "+" not in earlier.commit:
+                earlier.protocol = protocol(earlier.commit)
         return results
     if args.report_only:
         raise ValueError(f"{args.results} does not exist: nothing to report")
@@ -304,6 +307,19 @@ def open_results(args: argparse.Namespace) -> Results:
         shutil.copyfile(args.results, backup)
         print(f"*** starting a new results file; the old one is kept as {backup}")
     return Results(args.topo, args.members, settings_record())
+
+
+def warn_protocol_change(results: Results) -> None:
+    """Say so when this run (the last) measures other protocol code than the runs before."""
+    *earlier, this = results.runs
+    before = {r.protocol for r in earlier}
+    if earlier and this.protocol not in before:
+        print(
+            f"*** note: the protocol code (p4src, controller, host_agents, the link emulator) "
+            f"differs from every earlier run's ({', '.join(sorted(before))}; this run "
+            f"{this.protocol} at {this.commit}): the cells will hold parts of "
+            f"{len(before) + 1} protocol versions, and the report says so"
+        )
 
 
 def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] | None) -> int:
@@ -320,8 +336,10 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
             fault_seed=fault_seed,
             machine=f"{platform.machine()}, {os.cpu_count() or 0} cores",
             budget_s=args.budget,
+            protocol=protocol(),
         )
     )
+    warn_protocol_change(results)
     try:
         keys = chosen_keys(args.collectives)
     except ValueError as exc:

@@ -73,6 +73,26 @@ def _emulator_load(results: Results) -> list[str]:
     ]
 
 
+def _protocols(results: Results) -> list[str]:
+    """One line on the protocol versions the parts measured (runs table, protocol)."""
+    versions = results.protocols()
+    if not versions:
+        return []
+    if len(versions) == 1:
+        return [
+            "",
+            f"Every part measured one protocol version ({versions[0] or '?'}: a digest of "
+            "p4src/, controller/, host_agents/ and the link emulator, in the runs table).",
+        ]
+    named = ", ".join(v or "?" for v in versions)
+    return [
+        "",
+        f"The parts measured {len(versions)} protocol versions ({named}: a digest of p4src/, "
+        "controller/, host_agents/ and the link emulator, in the runs table); the commits of "
+        "the runs say what changed between them.",
+    ]
+
+
 def render(results: Results, keys: list[CellKey], target: int) -> str:
     """The report; ``keys`` orders the cells, ``target`` is the operations a full cell holds."""
     cells = results.ordered_cells(keys)
@@ -121,19 +141,20 @@ def render(results: Results, keys: list[CellKey], target: int) -> str:
         f"{sum(c.total('wrong') for c in ran)} wrong results, "
         f"{sum(c.total('failures') for c in ran)} failures.",
         *_emulator_load(results),
+        *_protocols(results),
         "",
         "## Runs",
         "",
         "| run | started (UTC) | finished (UTC) | parts | operations | command | commit "
-        "| fault seed | machine |",
-        "|---:|---|---|---:|---:|---|---|---:|---|",
+        "| protocol | fault seed | machine |",
+        "|---:|---|---|---:|---:|---|---|---|---:|---|",
     ]
     for index, run in enumerate(results.runs):
         parts = sum(1 for c in results.cells for p in c.parts if p.run == index)
         lines.append(
             f"| {index + 1} | {_minute(run.started)} | {_minute(run.finished)} | {parts} "
             f"| {results.run_operations(index)} | `{run.command}` | {run.commit} "
-            f"| {run.fault_seed} | {run.machine} |"
+            f"| {run.protocol or '?'} | {run.fault_seed} | {run.machine} |"
         )
     notes = [
         f"* {c.setting}, {c.collective} {c.algorithm}, run {p.run + 1}: {p.note}"

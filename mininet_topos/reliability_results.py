@@ -79,6 +79,9 @@ class Run:
     machine: str  # architecture and cores
     budget_s: float
     finished: str = ""  # empty while running, or when the run was killed
+    # digest of the code that decides the protocol's behaviour (provenance.protocol): runs
+    # of one digest measured the same protocol whatever else their commits changed
+    protocol: str = ""
 
 
 @dataclass
@@ -137,6 +140,11 @@ class Results:
         """The matrix's cells in its order, then any the file holds beyond it."""
         known = [self.cell(k) for k in keys]
         return known + [c for c in self.cells if c.key not in set(keys)]
+
+    def protocols(self) -> list[str]:
+        """The protocol digests of the runs that added parts, in run order, each once."""
+        used = {p.run for c in self.cells for p in c.parts}
+        return list(dict.fromkeys(r.protocol for i, r in enumerate(self.runs) if i in used))
 
     def run_operations(self, run: int) -> int:
         return sum(p.operations for c in self.cells for p in c.parts if p.run == run)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mininet_topos import reliability
+from mininet_topos import provenance, reliability
 from mininet_topos.reliability_report import render
 from mininet_topos.reliability_results import IncompatibleResults, Part, Results, Run
 
@@ -139,12 +139,46 @@ def test_the_report_gives_each_cells_operations_parts_and_runs() -> None:
         "1 wrong results, 1 failures" in report
     )
     assert "over 2 runs from 2026-11-23 to 2026-11-24" in report
-    assert "| 1 | 2026-11-23 10:00 | 2026-11-23 11:30 | 2 | 600 | `cmd 0` | abc1234 | 7 |" in report
+    assert (
+        "| 1 | 2026-11-23 10:00 | 2026-11-23 11:30 | 2 | 600 | `cmd 0` | abc1234 | ? | 7 |"
+        in report
+    )
     assert "| 2 | 2026-11-24 10:00 | (did not finish) | 2 | 450 | `cmd 1` |" in report
     assert f"* {label}, {collective} {algorithm}, run 2: node 3: timeout" in report
     assert "forwarded 600 / 600 / 600 frames/s and used 6% / 6% / 6% of a core" in report
     assert "bursty loss 1.0% on average (bursts of 5 frames" in report
     assert "down 1 s from 1 s, every 5 s, on one global link" in report
+
+
+def test_the_report_says_how_many_protocol_versions_the_parts_measured() -> None:
+    results = with_runs(fresh(), 3)
+    for run, digest in zip(results.runs, ("aaaa", "aaaa", "bbbb"), strict=True):
+        run.protocol = digest
+    results.cell(KEYS[0]).parts += [part(run=0), part(run=1)]
+    report = render(results, KEYS, 1000)
+    assert "Every part measured one protocol version (aaaa:" in report
+    assert "| `cmd 2` | abc1234 | bbbb | 9 |" in report  # a run without parts is still listed
+    results.cell(KEYS[1]).parts.append(part(run=2))
+    assert "The parts measured 2 protocol versions (aaaa, bbbb:" in render(results, KEYS, 1000)
+
+
+def test_a_run_of_other_protocol_code_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    results = with_runs(fresh(), 2)
+    results.runs[0].protocol = results.runs[1].protocol = "aaaa"
+    reliability.warn_protocol_change(results)
+    assert capsys.readouterr().out == ""
+    results.runs[1].protocol = "bbbb"
+    reliability.warn_protocol_change(results)
+    assert "differs from every earlier run's (aaaa; this run bbbb" in capsys.readouterr().out
+
+
+def test_the_protocol_digest_follows_the_protocol_code_not_the_commit() -> None:
+    docs_only = "cd4d4a6"  # a commit that changed only docs/scale.md
+    if provenance.protocol(docs_only) == "unknown":
+        pytest.skip("no git history here (not a checkout, or a shallow one)")
+    assert provenance.protocol(f"{docs_only}~1") == provenance.protocol(docs_only)
+    assert provenance.protocol("4a5d91b") != provenance.protocol("4a5d91b~1")  # host_agents
+    assert provenance.protocol("no-such-commit") == "unknown"
 
 
 class FakeNet:

@@ -63,7 +63,8 @@ class McastRoot:
         # with switch-merged ACKs the root stays until they are in: its next multicast on
         # the tree must wait for them anyway (below), and returning early put that wait,
         # several timeouts under loss, into every rank's next broadcast
-        self.returns_early = not plan.merged_by
+        self.merged = bool(plan.merged_by)
+        self.returns_early = not self.merged
         # the multicast before this one on the same tree, until it is acknowledged
         self.behind: McastRoot | None = None
         self.created = self.last_progress = loop.time()
@@ -233,7 +234,10 @@ class MulticastRoots:
             )
             return
         first = root.slowest
-        segments = range(first, min(first + 4, root.next_new))
+        # switch-merged: one segment down the tree makes every receiver that holds it repeat
+        # its checkpoint (merged_acks.SwitchAcks.repeat), and one that lacks later segments
+        # NACKs them anyway; each further copy is one more reception at every receiver
+        segments = range(first, min(first + (1 if root.merged else 4), root.next_new))
         behind = self._behind(root, first)
         if len(behind) > max(1, len(root.receivers) // 4):
             for seg in segments:  # many behind: one copy down the whole tree serves them all

@@ -234,6 +234,33 @@ def test_lost_merged_ack_is_recovered_by_the_receivers_repeats() -> None:
     run(body)
 
 
+def test_a_switch_merged_root_resends_one_segment_per_timeout() -> None:
+    """Only the merged ACK is lost: every receiver holds all 12 segments, so one segment
+    down the tree is enough to make them repeat their checkpoint; 4 (as a co-root root sends
+    when many are behind) cost 71 receptions each for nothing."""
+    lost = [0]
+    root_host = TOPO.host_by_node(HOSTS[0])
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        if link == (root_host.switch, root_host.port) and is_merged_ack(frame) and not lost[0]:
+            lost[0] = 1
+            return True
+        return False
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(
+            TOPO, HOSTS, loop=loop, config=CONFIG, options=SWITCH, faults=Faults(drop_if=drop_if)
+        )
+        await bcast(cluster.comms, 0, random.Random(4).randbytes(KIB16))
+        assert lost[0] == 1
+        stats = cluster.comms[0].engine.stats
+        timeouts = stats.mcast_retransmissions  # one segment each
+        assert 1 <= timeouts <= 2, f"{timeouts} segments resent for one lost merged ACK"
+        assert cluster.stats()["duplicates"] <= timeouts * (len(HOSTS) - 1)
+
+    run(body)
+
+
 def test_receivers_that_have_not_called_bcast_yet_repeat_too() -> None:
     """The data arrives early everywhere (no receiver has called bcast yet) and the first
     merged ACK is lost: the receivers' complete but unconsumed messages must answer the

@@ -1,33 +1,11 @@
-"""Where a result came from: when, and which commit (with uncommitted changes flagged)."""
+"""Where a result came from: when, which commit (with uncommitted changes flagged), and which
+version of the protocol code."""
 
 from __future__ import annotations
 
 import hashlib
 import subprocess
 import time
-
-
-def now() -> str:
-    """UTC, ISO 8601."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def commit() -> str:
-    """The short commit of the working tree, ``+changes`` when tracked files differ."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return (head or "unknown") + ("+changes" if dirty else "")
-
 
 # What decides how a fault-matrix operation behaves: the P4 program, the control plane, the
 # host agents and the link emulator. Parts measured under different contents of these are
@@ -41,26 +19,39 @@ PROTOCOL_PATHS = (
 )
 
 
+def now() -> str:
+    """UTC, ISO 8601."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _git(*args: str) -> str | None:
+    """git's output, or None when git is missing, fails or hangs."""
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _changed(*paths: str) -> bool:
+    """Whether tracked files (under ``paths``, or anywhere) differ from HEAD."""
+    return bool(_git("status", "--porcelain", "--untracked-files=no", "--", *paths))
+
+
+def commit() -> str:
+    """The short commit of the working tree, ``+changes`` when tracked files differ."""
+    head = _git("rev-parse", "--short", "HEAD")
+    if head is None:
+        return "unknown"
+    return (head or "unknown") + ("+changes" if _changed() else "")
+
+
 def protocol(rev: str = "HEAD") -> str:
     """A short digest of :data:`PROTOCOL_PATHS` at ``rev`` (from git's object ids, so any
     commit git knows can be named), ``+changes`` when the working tree differs there from
     HEAD; ``unknown`` without git or that commit."""
-    try:
-        ids = subprocess.run(
-            ["git", "rev-parse", *(f"{rev}:{path}" for path in PROTOCOL_PATHS)],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", *PROTOCOL_PATHS],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
+    ids = _git("rev-parse", *(f"{rev}:{path}" for path in PROTOCOL_PATHS))
+    if ids is None:
         return "unknown"
-    if ids.returncode != 0:
-        return "unknown"
-    digest = hashlib.sha1(ids.stdout.encode()).hexdigest()[:10]
-    return digest + ("+changes" if dirty and rev == "HEAD" else "")
+    digest = hashlib.sha1(ids.encode()).hexdigest()[:10]
+    return digest + ("+changes" if rev == "HEAD" and _changed(*PROTOCOL_PATHS) else "")

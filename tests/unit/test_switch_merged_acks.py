@@ -211,7 +211,8 @@ def test_switch_mode_long_message_one_ack_per_checkpoint() -> None:
 def test_lost_merged_ack_is_recovered_by_the_receivers_repeats() -> None:
     """The first two merged ACKs on their way to the root are lost: the root retransmits, the
     complete receivers repeat their final checkpoint, the switches (complete cells) send it up
-    again."""
+    again. One segment down the tree per timeout is enough for that (four, as before, cost
+    eight here: 71 receptions each for nothing)."""
     lost = [0]
     root = 4
     root_switch = TOPO.host_by_node(HOSTS[root]).switch
@@ -230,33 +231,8 @@ def test_lost_merged_ack_is_recovered_by_the_receivers_repeats() -> None:
         await bcast(cluster.comms, root, random.Random(1).randbytes(KIB16))
         assert lost[0] == 2
         assert acks_at(cluster.comms[root]) >= 1
-
-    run(body)
-
-
-def test_a_switch_merged_root_resends_one_segment_per_timeout() -> None:
-    """Only the merged ACK is lost: every receiver holds all 12 segments, so one segment
-    down the tree is enough to make them repeat their checkpoint; 4 (as a co-root root sends
-    when many are behind) cost 71 receptions each for nothing."""
-    lost = [0]
-    root_host = TOPO.host_by_node(HOSTS[0])
-
-    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
-        if link == (root_host.switch, root_host.port) and is_merged_ack(frame) and not lost[0]:
-            lost[0] = 1
-            return True
-        return False
-
-    async def body(loop: asyncio.AbstractEventLoop) -> None:
-        cluster = Cluster(
-            TOPO, HOSTS, loop=loop, config=CONFIG, options=SWITCH, faults=Faults(drop_if=drop_if)
-        )
-        await bcast(cluster.comms, 0, random.Random(4).randbytes(KIB16))
-        assert lost[0] == 1
-        stats = cluster.comms[0].engine.stats
-        timeouts = stats.mcast_retransmissions  # one segment each
-        assert 1 <= timeouts <= 2, f"{timeouts} segments resent for one lost merged ACK"
-        assert cluster.stats()["duplicates"] <= timeouts * (len(HOSTS) - 1)
+        resent = cluster.comms[root].engine.stats.mcast_retransmissions
+        assert 2 <= resent <= 3, f"{resent} segments resent for two lost merged ACKs"
 
     run(body)
 

@@ -43,6 +43,11 @@ class EngineConfig:
     rto_initial: float = 0.2
     rto_min: float = 0.05
     rto_max: float = 2.0
+    # a switch-merged root's cap: its round trips come from echoed send stamps (never
+    # ambiguous, transport/stamps.py), and with every rank rooting at once a merged ACK takes
+    # seconds: capped at rto_max, every such multicast was resent down the whole tree. Below
+    # the stamps' 6.5 s span, so a sample is never ambiguous
+    merged_rto_max: float = 6.0
     ack_every: int = 16
     ack_delay: float = 0.002
     nack_delay: float = 0.005

@@ -51,7 +51,8 @@ class McastRoot:
         # the root merges the ACKs of its own dragonfly group
         members = plan.aggregates.get(endpoint.node)
         self.group = Aggregator(members, endpoint.node) if members is not None else None
-        self.rto_max = cfg.rto_max
+        self.merged = bool(plan.merged_by)
+        self.rto_max = cfg.merged_rto_max if self.merged else cfg.rto_max
         self.next_new = 0
         self.last_repair: dict[int, float] = {}  # segment -> when it went down the tree again
         self.unicast_repair: dict[tuple[int, int], float] = {}  # (asker, segment) -> when
@@ -63,7 +64,6 @@ class McastRoot:
         # with switch-merged ACKs the root stays until they are in: its next multicast on
         # the tree must wait for them anyway (below), and returning early put that wait,
         # several timeouts under loss, into every rank's next broadcast
-        self.merged = bool(plan.merged_by)
         self.returns_early = not self.merged
         # the multicast before this one on the same tree, until it is acknowledged
         self.behind: McastRoot | None = None
@@ -122,7 +122,8 @@ class MulticastRoots:
         went out once (with switch-merged ACKs, or on a failure: with ``done``)."""
         rtt = self._rtt.get((key.comm, key.tree))
         if rtt is None:
-            rtt = self._rtt[(key.comm, key.tree)] = RttEstimate(self.cfg.rto_initial)
+            cap = self.cfg.merged_rto_max if plan.merged_by else None
+            rtt = self._rtt[(key.comm, key.tree)] = RttEstimate(self.cfg.rto_initial, cap=cap)
         root = McastRoot(self.endpoint, key, source, plan, rtt)
         self._roots[key] = root
         source.subscribe(lambda: self._pump(root))

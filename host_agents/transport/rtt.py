@@ -12,6 +12,7 @@ class RttEstimate:
     rto: float
     srtt: float = 0.0
     rttvar: float = 0.0
+    cap: float | None = None  # the RTO's ceiling; None: the config's rto_max
 
     def sample(self, rtt: float, cfg: EngineConfig) -> None:
         """One clean measurement (never of a retransmitted segment: Karn's rule)."""
@@ -20,4 +21,5 @@ class RttEstimate:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        self.rto = min(cfg.rto_max, max(cfg.rto_min, self.srtt + 4 * self.rttvar))
+        cap = cfg.rto_max if self.cap is None else self.cap
+        self.rto = min(cap, max(cfg.rto_min, self.srtt + 4 * self.rttvar))

@@ -77,25 +77,20 @@ def test_a_receiver_echoes_the_roots_stamp_and_never_a_coroots() -> None:
     run(body, timeout=10)
 
 
-def test_a_switch_merged_root_learns_a_round_trip_longer_than_its_first_timeout() -> None:
-    """Every link takes 3 ms, so a round trip through the tree takes about 25 ms, and the
-    first RTO is 4 ms: the root resends every 1-byte broadcast's only segment before its ACK
-    comes. Karn's rule alone never samples such a segment, so every broadcast timed out
-    again; the echo of the copy that prompted the merged ACK gives the sample, and the
-    broadcasts after the first go without a timeout."""
-    topo = dragonfly(2, 2, 1)  # 3 groups, 6 routers, 12 hosts: a light load on a busy machine
+def resent_per_broadcast(config: EngineConfig) -> list[int]:
+    """Six 1-byte switch-merged broadcasts from rank 0 on Df(2,2,1) (12 hosts: a light load on
+    a busy machine), every link taking 3 ms, so a round trip through the tree takes about
+    25 ms: the segments the root resent in each."""
+    topo = dragonfly(2, 2, 1)
     hosts = tuple(h.node_id for h in topo.hosts)
-    config = dataclasses.replace(
-        EngineConfig(), rto_initial=0.004, rto_min=0.004, tail_delay=1.0, coroot_probe_delay=1.0
-    )
     options = CommOptions(ack_merge="switch", **TIMEOUTS)  # type: ignore[arg-type]
+    resent: list[int] = []
 
     async def body(loop: asyncio.AbstractEventLoop) -> None:
         cluster = Cluster(
             topo, hosts, loop=loop, config=config, options=options, faults=Faults(delay=0.003)
         )
         root = cluster.comms[0]
-        resent = []
         for i in range(6):
             before = root.engine.stats.mcast_retransmissions
             data = bytes([i])
@@ -106,7 +101,30 @@ def test_a_switch_merged_root_learns_a_round_trip_longer_than_its_first_timeout(
             assert all(g == data for g in got)
             await asyncio.gather(*(c.settle() for c in cluster.comms))
             resent.append(root.engine.stats.mcast_retransmissions - before)
-        assert resent[0] >= 1, "the first RTO should be shorter than the round trip"
-        assert resent[1:] == [0] * 5, f"retransmissions per broadcast: {resent}"
 
     run(body, timeout=60)
+    return resent
+
+
+QUIET = dataclasses.replace(EngineConfig(), tail_delay=1.0, coroot_probe_delay=1.0)
+
+
+def test_a_switch_merged_root_learns_a_round_trip_longer_than_its_first_timeout() -> None:
+    """The first RTO (4 ms) is below the round trip: the root resends every broadcast's only
+    segment before its ACK comes. Karn's rule alone never samples such a segment, so every
+    broadcast timed out again; the echo of the copy that prompted the merged ACK gives the
+    sample, and the broadcasts after the first go without a timeout."""
+    resent = resent_per_broadcast(dataclasses.replace(QUIET, rto_initial=0.004, rto_min=0.004))
+    assert resent[0] >= 1, "the first RTO should be shorter than the round trip"
+    assert resent[1:] == [0] * 5, f"retransmissions per broadcast: {resent}"
+
+
+def test_a_switch_merged_roots_timeout_is_not_capped_below_its_measured_round_trip() -> None:
+    """rto_max (10 ms here) is below the round trip (about 25 ms; with every rank rooting at
+    once on Df(2,4,2) it is seconds against rto_max's 2 s): capped by it, the root resent
+    every broadcast's segment. Its samples come from echoes, never ambiguous, so its cap is
+    merged_rto_max instead."""
+    config = dataclasses.replace(QUIET, rto_initial=0.004, rto_min=0.004, rto_max=0.01)
+    resent = resent_per_broadcast(dataclasses.replace(config, merged_rto_max=1.0))
+    assert resent[1:] == [0] * 5, f"retransmissions per broadcast: {resent}"
+    assert all(resent_per_broadcast(dataclasses.replace(config, merged_rto_max=0.01)))

@@ -235,10 +235,7 @@ class MulticastRoots:
             )
             return
         first = root.slowest
-        # switch-merged: one segment down the tree makes every receiver that holds it repeat
-        # its checkpoint (merged_acks.SwitchAcks.repeat), and one that lacks later segments
-        # NACKs them anyway; each further copy is one more reception at every receiver
-        segments = range(first, min(first + (1 if root.merged else 4), root.next_new))
+        segments = range(first, min(first + 4, root.next_new))
         behind = self._behind(root, first)
         if len(behind) > max(1, len(root.receivers) // 4):
             for seg in segments:  # many behind: one copy down the whole tree serves them all

@@ -51,8 +51,7 @@ class McastRoot:
         # the root merges the ACKs of its own dragonfly group
         members = plan.aggregates.get(endpoint.node)
         self.group = Aggregator(members, endpoint.node) if members is not None else None
-        self.merged = bool(plan.merged_by)
-        self.rto_max = cfg.merged_rto_max if self.merged else cfg.rto_max
+        self.rto_max = cfg.rto_max if rtt.cap is None else rtt.cap  # the tree's (below)
         self.next_new = 0
         self.last_repair: dict[int, float] = {}  # segment -> when it went down the tree again
         self.unicast_repair: dict[tuple[int, int], float] = {}  # (asker, segment) -> when
@@ -64,7 +63,7 @@ class McastRoot:
         # with switch-merged ACKs the root stays until they are in: its next multicast on
         # the tree must wait for them anyway (below), and returning early put that wait,
         # several timeouts under loss, into every rank's next broadcast
-        self.returns_early = not self.merged
+        self.returns_early = not plan.merged_by
         # the multicast before this one on the same tree, until it is acknowledged
         self.behind: McastRoot | None = None
         self.created = self.last_progress = loop.time()
@@ -122,6 +121,8 @@ class MulticastRoots:
         went out once (with switch-merged ACKs, or on a failure: with ``done``)."""
         rtt = self._rtt.get((key.comm, key.tree))
         if rtt is None:
+            # a switch-merged root's samples come from echoed stamps, never ambiguous: its
+            # RTO may follow them further (EngineConfig.merged_rto_max)
             cap = self.cfg.merged_rto_max if plan.merged_by else None
             rtt = self._rtt[(key.comm, key.tree)] = RttEstimate(self.cfg.rto_initial, cap=cap)
         root = McastRoot(self.endpoint, key, source, plan, rtt)

@@ -15,7 +15,8 @@ class RttEstimate:
     cap: float | None = None  # the RTO's ceiling; None: the config's rto_max
 
     def sample(self, rtt: float, cfg: EngineConfig) -> None:
-        """One clean measurement (never of a retransmitted segment: Karn's rule)."""
+        """One unambiguous measurement: of a segment sent once (Karn's rule), or timed from
+        the echoed send stamp of the copy that was answered (transport/stamps.py)."""
         if self.srtt == 0.0:
             self.srtt, self.rttvar = rtt, rtt / 2
         else:

@@ -43,6 +43,15 @@ class LaunchResult:
     def stats_total(self, key: str) -> int:
         return sum(int(r.get("stats", {}).get(key, 0)) for r in self.reports.values())
 
+    def windows(self) -> list[tuple[float, float]]:
+        """Each test's timed window (monotonic start, end) as the agents reported it."""
+        return [
+            (float(e["window"][0]), float(e["window"][1]))
+            for r in self.reports.values()
+            for e in r.get("tests", [])
+            if "window" in e
+        ]
+
 
 class Launcher:
     def __init__(

@@ -21,6 +21,7 @@ from controller import p4info, routing, trees, wire
 from controller.topology import Topology
 from host_agents.launcher import LaunchResult
 from host_agents.workload import Workload
+from mininet_topos.links.fidelity import QdiscSampler, Samples, Verdict, judge, link_use
 
 if TYPE_CHECKING:
     from mininet_topos.network import NetcollNetwork
@@ -282,6 +283,9 @@ class Metered:
     global_link_bytes: int
     cpu: CpuUse  # over the whole launch
     samples: list[tuple[float, Snapshot]] = field(default_factory=list)
+    port_samples: Samples = field(default_factory=list)  # shaped switch ports' qdiscs
+    port_rates: dict[str, float] = field(default_factory=dict)  # their rates, Mb/s
+    shaped: bool = False
 
     def cpu_between(self, start: float, end: float) -> CpuUse:
         """CPU per process type between two ``time.monotonic()`` instants (the agents'
@@ -292,6 +296,25 @@ class Metered:
             agents_cpu(self.result),
             end - start,
         )
+
+    def verdict_between(self, start: float, end: float) -> Verdict:
+        """Network-bound or CPU-bound over a window (links/fidelity.py)."""
+        cpu = self.cpu_between(start, end)
+        links = link_use(self.port_samples, self.port_rates, start, end) if self.shaped else None
+        return judge(self.shaped, cpu.total_s, cpu.busiest_s, cpu.wall_s, links)
+
+    def verdict(self) -> Verdict:
+        """Over the agents' timed windows where they reported them, else the launch."""
+        windows = self.result.windows()
+        if windows:
+            return self.verdict_between(min(w[0] for w in windows), max(w[1] for w in windows))
+        use = self.cpu
+        links = (
+            link_use(self.port_samples, self.port_rates, -float("inf"), float("inf"))
+            if self.shaped
+            else None
+        )
+        return judge(self.shaped, use.total_s, use.busiest_s, use.wall_s, links)
 
 
 def metered_launch(
@@ -304,13 +327,23 @@ def metered_launch(
     """Run ``workload`` and read what it cost: link bytes of ``columns`` (wire ops) and CPU."""
     before = meter.snapshot()
     started = time.perf_counter()
-    with CpuSampler(CpuMeter(net)) as sampler:
+    ports = net.link_plan.shaped_ports
+    with CpuSampler(CpuMeter(net)) as sampler, QdiscSampler(set(ports)) as port_sampler:
         result = net.launcher().launch(workload, timeout=timeout)
     wall = time.perf_counter() - started
     after = meter.snapshot()
     link, global_ = meter.delta(before, after, columns)
     use = cpu_use(sampler.samples[0][1], sampler.samples[-1][1], agents_cpu(result), wall)
-    return Metered(result, link, global_, use, sampler.samples)
+    return Metered(
+        result,
+        link,
+        global_,
+        use,
+        sampler.samples,
+        port_samples=port_sampler.samples,
+        port_rates=dict(ports),
+        shaped=net.options.links.shaped,
+    )
 
 
 def columns_for(collective: str) -> tuple[int, ...]:

@@ -47,6 +47,8 @@ from host_agents.port import RawSocketPort
 from mininet_topos.bmv2 import Bmv2Options
 from mininet_topos.environment import default_bmv2
 from mininet_topos.linkemu import EmulatorClient, Impairment
+from mininet_topos.links.bringup import LinkPlan
+from mininet_topos.links.shaping import LinkModel
 from mininet_topos.nodes import Bmv2Switch, RecordedHost, RecordedLink
 from mininet_topos.runstate import RunRegistry, stop_run
 from mininet_topos.topos import NetcollTopo
@@ -74,6 +76,8 @@ class NetworkOptions:
     queue_depth: int = 1024  # BMv2 egress queue, packets (its default of 64 drops bursts)
     mtu: int = wire.JUMBO_MTU  # every link; agents cut messages into MTU-sized segments
     emulate_links: bool = False  # route host and switch links through the seeded emulator
+    links: LinkModel = field(default_factory=LinkModel)  # rates, delays, queues; unshaped
+    dilation: float | None = None  # the factor ``links`` was dilated by, for reports
     faults: Impairment | None = None  # impairment of every emulated link at start
     fault_seed: int = 1
     grpc_base: int = 29100  # below the ephemeral range (32768+): no client socket takes it
@@ -169,6 +173,7 @@ class NetcollNetwork:
         self.loop: LoopThread | None = None
         self.emulated: list[Any] = []
         self.emulator: subprocess.Popen[bytes] | None = None
+        self.link_plan = LinkPlan(options.links)
         self.report = BringUp(switches=self.topo.num_switches, hosts=self.topo.num_hosts)
 
     @property
@@ -229,7 +234,9 @@ class NetcollNetwork:
             binary=opts.bmv2,
         )
 
-        mininet_topo = NetcollTopo(net=self.topo, relay=opts.emulate_links)
+        self.link_plan = LinkPlan.for_links(opts.links)
+        relay = opts.emulate_links or self.link_plan.relay_delays
+        mininet_topo = NetcollTopo(net=self.topo, relay=relay)
         self.emulated = mininet_topo.emulated
         self.mininet = Mininet(
             topo=mininet_topo,
@@ -242,8 +249,11 @@ class NetcollNetwork:
         )
         self.mininet.build()
         self._configure_hosts()
-        if opts.emulate_links:
+        self.link_plan.apply(self.mininet, self.topo, opts.mtu, opts.run_dir)
+        if relay:
             self._start_emulator()
+            if self.link_plan.relay_delays:
+                self.set_faults(opts.faults or Impairment())  # each link's propagation delay
         self.report.mininet_s = time.perf_counter() - started
 
         phase = time.perf_counter()
@@ -330,13 +340,22 @@ class NetcollNetwork:
             time.sleep(0.05)
 
     def set_faults(self, impairment: Impairment, links: list[str] | None = None) -> int:
-        """Impair every emulated link, or only ``links`` (names as in ``self.emulated``)."""
+        """Impair every emulated link, or only ``links`` (names as in ``self.emulated``);
+        a delayed link keeps its propagation delay under any setting."""
+        chosen = [s for s in self.emulated if links is None or s.name in links]
+        by_kind: dict[str, list[str]] = {}
+        for spec in chosen:
+            by_kind.setdefault(spec.kind, []).append(spec.name)
         client = EmulatorClient(self.emulator_socket)
+        count = 0
         try:
-            reply = client.call(op="set", faults=asdict(impairment), links=links)
+            for kind, names in by_kind.items():
+                setting = self.link_plan.with_base_delay(impairment, kind)
+                reply = client.call(op="set", faults=asdict(setting), links=names)
+                count += int(reply["links"])
         finally:
             client.close()
-        return int(reply["links"])
+        return count
 
     def fault_stats(self) -> dict[str, Any]:
         client = EmulatorClient(self.emulator_socket)
@@ -402,7 +421,7 @@ class NetcollNetwork:
             node.cmd(f"ip -batch {batch}")
             node.cmd(f"ip link set dev {intf} mtu {self.options.mtu}")
         root_nodes = [*self.mininet.switches, self.mininet.get(self.topo.management.name)]
-        if self.options.emulate_links:
+        if self.emulated:
             root_nodes.append(self.mininet.get(NetcollTopo.RELAY))
         for node in root_nodes:
             for intf in node.intfList():

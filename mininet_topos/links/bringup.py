@@ -1,0 +1,49 @@
+"""The link model's part in bringing a network up: where the delay goes, which ports are
+shaped, and the base delay every emulated link keeps under any fault setting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from controller import topology as model
+from mininet_topos.linkfaults import Impairment
+from mininet_topos.links.shaping import LinkModel, link_ends, netem_available, shape
+
+
+@dataclass
+class LinkPlan:
+    """How one network realises its link model."""
+
+    links: LinkModel
+    netem: bool = False  # delays by netem in the kernel
+    relay_delays: bool = False  # delays by the link emulator (no netem here)
+    shaped_ports: dict[str, float] = field(default_factory=dict)  # root-ns port -> Mb/s
+
+    @classmethod
+    def for_links(cls, links: LinkModel) -> LinkPlan:
+        netem = links.delayed and netem_available()
+        return cls(links, netem=netem, relay_delays=links.delayed and not netem)
+
+    def apply(self, mininet: Any, topo: model.Topology, mtu: int, run_dir: Path) -> int:
+        """Shape both ends of every link; returns how many interfaces were given a qdisc."""
+        if not self.links.shaped and not self.netem:
+            return 0
+        self.shaped_ports = {
+            end.intf: rate
+            for end in link_ends(topo)
+            if not end.in_namespace and (rate := self.links.rate_of(end.kind)) is not None
+        }
+        return shape(mininet, topo, self.links, mtu, run_dir, self.netem)
+
+    def with_base_delay(self, impairment: Impairment, kind: str) -> Impairment:
+        """A fault setting on an emulated link of ``kind``, its propagation delay kept."""
+        if not self.relay_delays:
+            return impairment
+        return replace(impairment, delay=impairment.delay + self.links.delay_of(kind))
+
+    def describe(self) -> str:
+        where = "netem" if self.netem else "the link emulator" if self.relay_delays else ""
+        text = self.links.describe()
+        return f"{text}; delays by {where}" if where else text

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("mininet", reason="bench.py builds NetworkOptions, which imports Mininet")
 
 from host_agents.report import Row
-from mininet_topos import bench
-from mininet_topos.linkfaults import Impairment
+from mininet_topos.experiments import bench
+from mininet_topos.links.linkfaults import Impairment
 
 pytestmark = pytest.mark.unit
 

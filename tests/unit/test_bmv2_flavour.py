@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos import bmv2, environment
+from mininet_topos.network import bmv2
+from mininet_topos.tooling import environment
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos import environment as env
-from mininet_topos.environment import (
+from mininet_topos.tooling import environment as env
+from mininet_topos.tooling.environment import (
     APT_PACKAGES,
     P4LANG_PACKAGES,
     Check,
@@ -41,7 +41,7 @@ def run_module(
     """Run the module the way `make` does: the system Python, from the repository root."""
     python = SYSTEM_PYTHON if Path(SYSTEM_PYTHON).exists() else sys.executable
     return subprocess.run(
-        [python, "-m", "mininet_topos.environment", *args],
+        [python, "-m", "mininet_topos.tooling.environment", *args],
         cwd=REPO_ROOT,
         env={**os.environ, **extra_env},
         capture_output=True,

@@ -10,15 +10,13 @@ from typing import Any
 
 import pytest
 
-from mininet_topos import (
-    reproduce,
-    reproduce_bcast_sections,
-    reproduce_fit,
-    reproduce_plan,
-    reproduce_report,
-    reproduce_words,
-)
-from mininet_topos.reproduce_results import (
+from mininet_topos.experiments.reproduce import bcast_sections as reproduce_bcast_sections
+from mininet_topos.experiments.reproduce import fit as reproduce_fit
+from mininet_topos.experiments.reproduce import plan as reproduce_plan
+from mininet_topos.experiments.reproduce import report as reproduce_report
+from mininet_topos.experiments.reproduce import runner as reproduce
+from mininet_topos.experiments.reproduce import words as reproduce_words
+from mininet_topos.experiments.reproduce.results import (
     CellResult,
     IncompatibleResults,
     Measurement,
@@ -466,7 +464,7 @@ def test_the_report_names_the_cells_that_failed_and_why(tmp_path: Path) -> None:
 
 
 def test_the_ack_merging_is_chosen_on_the_command_line() -> None:
-    from mininet_topos.reproduce import build_parser
+    from mininet_topos.experiments.reproduce.runner import build_parser
 
     assert build_parser().parse_args([]).ack_merge == "coroots"
     assert build_parser().parse_args(["--ack-merge", "switch"]).ack_merge == "switch"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos import stop
-from mininet_topos.runstate import (
+from mininet_topos.tooling import stop
+from mininet_topos.tooling.runstate import (
     PREFIX,
     Item,
     RunRegistry,
@@ -281,7 +281,7 @@ def test_sigterm_ignorer_gets_sigkill_after_timeout(state_dir: Path) -> None:
 CRASH_CHILD = r"""
 import os, signal, subprocess, sys
 from pathlib import Path
-from mininet_topos.runstate import RunRegistry
+from mininet_topos.tooling.runstate import RunRegistry
 
 state_dir, veth_a, veth_b, netns = Path(sys.argv[1]), *sys.argv[2:5]
 reg = RunRegistry("nccrash", state_dir)

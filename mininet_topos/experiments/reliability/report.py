@@ -4,8 +4,8 @@ they ran, and what the link emulator carried meanwhile. Pure rendering: no netwo
 
 from __future__ import annotations
 
-from mininet_topos.linkfaults import Impairment
-from mininet_topos.reliability_results import Cell, CellKey, Results
+from mininet_topos.experiments.reliability.results import Cell, CellKey, Results
+from mininet_topos.links.linkfaults import Impairment
 
 FUZZING = (
     "Bad input is covered by the `reliability` test tier (`make test-reliability`): 10,000\n"
@@ -69,7 +69,7 @@ def _emulator_load(results: Results) -> list[str]:
         f"frames/s and used {cpu[0]:.0%} / {cpu[median]:.0%} / {cpu[-1]:.0%} of a core "
         f"(min / median / max over the {len(parts)} parts); frames dropped at its receive "
         f"queues (not seeded): {drops}. Its capacity is measured by "
-        "`sudo python -m mininet_topos.linkemu_rate` (README, Faults).",
+        "`sudo python -m mininet_topos.links.linkemu_rate` (README, Faults).",
     ]
 
 
@@ -109,15 +109,15 @@ def render(results: Results, keys: list[CellKey], target: int) -> str:
     lines = [
         "# Reliability report",
         "",
-        "Accumulated by `make reliability` (mininet_topos/reliability.py) "
+        "Accumulated by `make reliability` (mininet_topos/experiments/reliability/runner.py) "
         f"{span}: {results.topo}, {who} in one communicator, consecutive operations of each "
         f"collective with no barrier between them, {target} per cell for the full matrix. "
         "`make reliability RELIABILITY_ARGS=--resume` continues it: each run adds parts to the "
         "cells still short of the target and saves them in `docs/reliability.json`, from which "
         "this page is written.",
         "",
-        "Faults come from the seeded link emulator (mininet_topos/linkemu.py): every host and",
-        "switch link runs through it, and each frame's fate is decided by a random generator",
+        "Faults come from the seeded link emulator (mininet_topos/links/linkemu.py): every host",
+        "and switch link runs through it, and each frame's fate is decided by a random generator",
         "seeded per link and direction (and per run, so parts do not replay each other).",
         "",
         *_settings(results),

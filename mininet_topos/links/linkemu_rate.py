@@ -7,7 +7,7 @@ forwarded per second, the emulator's CPU (seconds per second, so 1.0 is a whole 
 CPU microseconds per forwarded frame. Needs root; everything it creates is recorded, so
 ``make stop`` removes what an interrupted run left.
 
-    sudo python -m mininet_topos.linkemu_rate --links 162 --rates 5000,20000,80000
+    sudo python -m mininet_topos.links.linkemu_rate --links 162 --rates 5000,20000,80000
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mininet_topos.linkemu import EmulatorClient, LinkSpec
-from mininet_topos.runstate import RunRegistry, stop_run
+from mininet_topos.links.linkemu import EmulatorClient, LinkSpec
+from mininet_topos.tooling.runstate import RunRegistry, stop_run
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             [
                 sys.executable,
                 "-m",
-                "mininet_topos.linkemu",
+                "mininet_topos.links.linkemu",
                 "--config",
                 str(config),
                 "--control",

@@ -7,7 +7,7 @@ BMv2 log (``make run RUN_ARGS="--log-level trace"``, or the data-plane harness w
 class of packet (the ``meta.class == CLASS_...`` test that came out true), the passes seen
 and their mean counts.
 
-    python -m mininet_topos.bmv2_trace /tmp/netcoll-run/ncs0-packets.txt
+    python -m mininet_topos.network.bmv2_trace /tmp/netcoll-run/ncs0-packets.txt
 """
 
 from __future__ import annotations

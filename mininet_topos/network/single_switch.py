@@ -28,9 +28,9 @@ from controller import wire
 from controller.drivers.p4runtime import P4RuntimeSwitch, SwitchEndpoint
 from controller.drivers.thrift import ThriftClient
 from controller.switch_state import PortRole, SwitchState
-from mininet_topos import netns
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
-from mininet_topos.runstate import RunRegistry
+from mininet_topos.network import netns
+from mininet_topos.network.bmv2 import Bmv2Config, Bmv2Process
+from mininet_topos.tooling.runstate import RunRegistry
 
 T = TypeVar("T")
 FENCE_TAG = 0xFECE

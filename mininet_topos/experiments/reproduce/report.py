@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mininet_topos.reproduce_bcast_sections import all_roots, latency_throughput, persistent
-from mininet_topos.reproduce_coll_sections import barrier, scatter_allgather
-from mininet_topos.reproduce_plan import CLAIMS
-from mininet_topos.reproduce_results import Results
+from mininet_topos.experiments.reproduce.bcast_sections import (
+    all_roots,
+    latency_throughput,
+    persistent,
+)
+from mininet_topos.experiments.reproduce.coll_sections import barrier, scatter_allgather
+from mininet_topos.experiments.reproduce.plan import CLAIMS
+from mininet_topos.experiments.reproduce.results import Results
 
 REFERENCE_TOPOLOGY = "df:2,4,2"  # the papers' Df(2,4,2); figures on anything else are a try-out
 

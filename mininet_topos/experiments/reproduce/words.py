@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mininet_topos.reproduce_results import CellResult, Measurement, Results, spread
+from mininet_topos.experiments.reproduce.results import CellResult, Measurement, Results, spread
 
 
 @dataclass

@@ -8,9 +8,14 @@ from typing import Any
 
 from controller import wire
 from controller.topology import parse_spec
-from mininet_topos.reproduce_plan import ALL_ROOTS_CELL_CAP_S, PAPER_VALUES, left_out, segments
-from mininet_topos.reproduce_results import CellResult, Measurement, Results, spread
-from mininet_topos.reproduce_words import (
+from mininet_topos.experiments.reproduce.plan import (
+    ALL_ROOTS_CELL_CAP_S,
+    PAPER_VALUES,
+    left_out,
+    segments,
+)
+from mininet_topos.experiments.reproduce.results import CellResult, Measurement, Results, spread
+from mininet_topos.experiments.reproduce.words import (
     ALIGNED_START,
     Section,
     by_algorithm,
@@ -97,8 +102,8 @@ def all_roots(results: Results, img_dir: Path, cores: int) -> Section:
             f"Left out on {results.topo} ({results.profile} profile): "
             f"{', '.join(_cell_text(key) for key in skipped)}. Every rank broadcasting moves "
             "ranks^2 times the size (scatter-allgather: ranks^3 messages), and by the cost "
-            "model (mininet_topos/reproduce_plan.py) each of these cells would take longer "
-            f"than {cap / 60:.0f} min at today's speeds.",
+            "model (mininet_topos/experiments/reproduce/plan.py) each of these cells would take "
+            f"longer than {cap / 60:.0f} min at today's speeds.",
         ]
     cells = [c for c, _ in pairs]
     section.body += [

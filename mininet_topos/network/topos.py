@@ -1,7 +1,7 @@
 """Mininet topologies built from the controller's topology model.
 
-Usable with ``mn --custom mininet_topos/topos.py --topo dragonfly,2,2,1`` (Mininet's ``topos``
-dictionary), which gives the bare network; ``make run`` also starts BMv2 and programs it.
+Usable with ``mn --custom mininet_topos/network/topos.py --topo dragonfly,2,2,1`` (Mininet's
+``topos`` dictionary), which gives the bare network; ``make run`` also starts BMv2 and programs it.
 Names carry the project prefix and fit Linux's 15-character interface names: switch ``ncsI``
 (ports ``ncsI-ethP``), host ``nchN`` for node N, management node ``ncm0``.
 """
@@ -13,7 +13,7 @@ from typing import Any
 from mininet.topo import Topo
 
 from controller import topology as model
-from mininet_topos.linkemu import LinkSpec
+from mininet_topos.links.linkemu import LinkSpec
 
 
 class NetcollTopo(Topo):

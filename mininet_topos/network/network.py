@@ -44,12 +44,12 @@ from controller.service import CommService
 from host_agents.engine import EngineConfig
 from host_agents.launcher import Launcher
 from host_agents.port import RawSocketPort
-from mininet_topos.bmv2 import Bmv2Options
-from mininet_topos.environment import default_bmv2
-from mininet_topos.linkemu import EmulatorClient, Impairment
-from mininet_topos.nodes import Bmv2Switch, RecordedHost, RecordedLink
-from mininet_topos.runstate import RunRegistry, stop_run
-from mininet_topos.topos import NetcollTopo
+from mininet_topos.links.linkemu import EmulatorClient, Impairment
+from mininet_topos.network.bmv2 import Bmv2Options
+from mininet_topos.network.nodes import Bmv2Switch, RecordedHost, RecordedLink
+from mininet_topos.network.topos import NetcollTopo
+from mininet_topos.tooling.environment import default_bmv2
+from mininet_topos.tooling.runstate import RunRegistry, stop_run
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -311,7 +311,7 @@ class NetcollNetwork:
         argv = [
             sys.executable,
             "-m",
-            "mininet_topos.linkemu",
+            "mininet_topos.links.linkemu",
             "--config",
             str(config),
             "--control",

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mininet_topos import reproduce_fit
-from mininet_topos.reproduce_plan import PAPER_VALUES
-from mininet_topos.reproduce_results import CellResult, Measurement, Results
-from mininet_topos.reproduce_words import (
+from mininet_topos.experiments.reproduce import fit as reproduce_fit
+from mininet_topos.experiments.reproduce.plan import PAPER_VALUES
+from mininet_topos.experiments.reproduce.results import CellResult, Measurement, Results
+from mininet_topos.experiments.reproduce.words import (
     Section,
     figure_path,
     global_text,

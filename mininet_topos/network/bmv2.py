@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mininet_topos.environment import BMV2_ENV, bmv2_flavour, default_bmv2
-from mininet_topos.runstate import RunRegistry
+from mininet_topos.tooling.environment import BMV2_ENV, bmv2_flavour, default_bmv2
+from mininet_topos.tooling.runstate import RunRegistry
 
 
 def describe(binary: str) -> dict[str, str]:

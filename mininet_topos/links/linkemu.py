@@ -12,7 +12,7 @@ It stays out of the way of what it emulates: frames are read in place from a mem
 receive ring per interface (no receive system call, no allocation per frame), unimpaired
 links skip the fault models, the process sleeps in epoll between bursts, and it runs at a
 real-time priority (as root) so a frame does not wait for a busy core.
-``python -m mininet_topos.linkemu_rate`` measures its rate and CPU cost.
+``python -m mininet_topos.links.linkemu_rate`` measures its rate and CPU cost.
 
 The process listens on a unix socket for JSON commands, one per line:
     {"op": "set", "faults": {"loss": 0.02, ...}, "links": ["ncs0:3-ncs1:3", ...]}   (links optional)
@@ -20,7 +20,7 @@ The process listens on a unix socket for JSON commands, one per line:
 and answers one JSON line. Settings take effect at once; a flap's ``down_after`` counts from
 the moment of the "set".
 
-    python -m mininet_topos.linkemu --config links.json --control emu.sock
+    python -m mininet_topos.links.linkemu --config links.json --control emu.sock
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mininet_topos.linkfaults import Impairment, LinkFaults
+from mininet_topos.links.linkfaults import Impairment, LinkFaults
 
 __all__ = ["EmulatorClient", "Impairment", "LinkEmulator", "LinkSpec"]
 

@@ -8,14 +8,13 @@ import subprocess
 import time
 
 # What decides how a fault-matrix operation behaves: the P4 program, the control plane, the
-# host agents and the link emulator. Parts measured under different contents of these are
-# different experiments, however little else the commit changed.
+# host agents and the link models (emulator, faults). Parts measured under different contents
+# of these are different experiments, however little else the commit changed.
 PROTOCOL_PATHS = (
     "p4src",
     "controller",
     "host_agents",
-    "mininet_topos/linkemu.py",
-    "mininet_topos/linkfaults.py",
+    "mininet_topos/links",
 )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from controller import wire
 from controller.topology import Topology
-from mininet_topos import netns
+from mininet_topos.network import netns
 
 
 @dataclass

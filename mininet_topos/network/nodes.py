@@ -11,8 +11,8 @@ from typing import Any
 from mininet.link import Link
 from mininet.node import Host, Switch
 
-from mininet_topos.bmv2 import Bmv2Options, Bmv2Process
-from mininet_topos.runstate import RunRegistry
+from mininet_topos.network.bmv2 import Bmv2Options, Bmv2Process
+from mininet_topos.tooling.runstate import RunRegistry
 
 
 class Recorded:

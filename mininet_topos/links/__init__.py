@@ -1,0 +1,1 @@
+"""Link models and faults: the seeded link emulator and the impairments it applies."""

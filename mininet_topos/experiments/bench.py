@@ -13,8 +13,8 @@ With ``--loss`` the network comes up through the seeded link emulator
 without loss through the same emulator: time under loss is compared side by side with time without
 it, and every table, result file and the side-by-side summary name the setting.
 
-    python -m mininet_topos.bench --topo df:2,4,2 --out results [--quick]
-    python -m mininet_topos.bench --loss 0.01,0.01,0.02 --loss 0.05 --collectives bcast
+    python -m mininet_topos.experiments.bench --topo df:2,4,2 --out results [--quick]
+    python -m mininet_topos.experiments.bench --loss 0.01,0.01,0.02 --loss 0.05 --collectives bcast
 """
 
 from __future__ import annotations
@@ -492,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
         summary.write_text(
             f"Times on {args.topo}, {args.iterations} timed iterations, seed {args.seed}, "
             "every link through the link emulator; in brackets: the slowdown against no "
-            f"loss.\n\nCommand: `python -m mininet_topos.bench {' '.join(argv or sys.argv[1:])}`"
+            "loss.\n\nCommand: `python -m mininet_topos.experiments.bench "
+            f"{' '.join(argv or sys.argv[1:])}`"
             f"\n\n{table}\n"
         )
         written.append(summary)

@@ -1,6 +1,6 @@
 """``make launch``: bring up a network, run one workload on its hosts, print the table.
 
-    python -m mininet_topos.launch --topo df:2,2,1 --collective bcast \\
+    python -m mininet_topos.experiments.launch --topo df:2,2,1 --collective bcast \\
         --algorithms innet,binomial --sizes 1,16384 --iterations 10 [--members random:8]
 
 The same launcher serves the Mininet CLI's ``coll`` command and the tests. Random subsets and
@@ -21,7 +21,7 @@ from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.network import NetcollNetwork
 from mininet_topos.network.bmv2 import describe
 from mininet_topos.network.run import add_network_arguments, with_network
-from mininet_topos.tooling.environment import default_bmv2
+from mininet_topos.tooling.machine import default_bmv2
 
 
 def choose_members(spec: str, hosts: list[int], rng: random.Random) -> tuple[int, ...]:

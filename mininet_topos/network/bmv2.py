@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mininet_topos.tooling.environment import BMV2_ENV, bmv2_flavour, default_bmv2
+from mininet_topos.tooling.machine import BMV2_ENV, bmv2_flavour, default_bmv2
 from mininet_topos.tooling.runstate import RunRegistry
 
 

@@ -1,6 +1,6 @@
 """``make run``: bring up a dragonfly of BMv2 switches, program it, open the Mininet CLI.
 
-    python -m mininet_topos.run --topo df:2,4,2 [--log-level debug] [--pcap] [--world]
+    python -m mininet_topos.network.run --topo df:2,4,2 [--log-level debug] [--pcap] [--world]
 
 Besides Mininet's own commands the CLI has ``comm``, ``free``, ``comms``, ``coll``,
 ``counters``, ``tables``, ``barrier`` and ``restart`` (``help <command>`` explains each).

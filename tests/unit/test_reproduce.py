@@ -321,7 +321,7 @@ def every_experiment() -> Results:
     results.runs.append(
         Run(
             "2026-11-23T16:00:00Z",
-            "python -m mininet_topos.reproduce --topo df:2,2,1",
+            "python -m mininet_topos.experiments.reproduce --topo df:2,2,1",
             "abc",
             {"cores": 2, "bmv2": {"flavour": "speed", "binary": "bmv2"}, "p4c": "1.2.4.8"},
         )

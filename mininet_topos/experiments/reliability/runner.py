@@ -8,8 +8,9 @@ of ``--ops`` (``--resume`` continues the results file, cell by cell), saves the 
 (``docs/reliability.json``) after every part and writes the report (``docs/reliability.md``)
 from it. Faults come from the seeded link emulator (mininet_topos/links/linkemu.py).
 
-    python -m mininet_topos.reliability --topo df:2,4,2 --ops 1000 --budget 7200 --resume
-    python -m mininet_topos.reliability --report-only      # the report from the results file
+    python -m mininet_topos.experiments.reliability --topo df:2,4,2 --ops 1000 --budget 7200 \\
+        --resume
+    python -m mininet_topos.experiments.reliability --report-only  # the report from the file
 """
 
 from __future__ import annotations
@@ -337,7 +338,9 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
     results.runs.append(
         Run(
             started=now(),
-            command=" ".join(["python -m mininet_topos.reliability", *(argv or sys.argv[1:])]),
+            command=" ".join(
+                ["python -m mininet_topos.experiments.reliability", *(argv or sys.argv[1:])]
+            ),
             commit=commit(),
             fault_seed=fault_seed,
             machine=f"{platform.machine()}, {os.cpu_count() or 0} cores",

@@ -27,6 +27,8 @@ REFERENCE_TOPOLOGY = "df:2,4,2"  # the papers' Df(2,4,2); figures on anything el
 
 SECTIONS = (all_roots, latency_throughput, persistent, barrier, scatter_allgather)
 
+DEFAULT_COMMAND = "python -m mininet_topos.experiments.reproduce"
+
 
 def failed_cell_lines(results: Results) -> list[str]:
     """Cells that failed or got wrong results: their figures are missing from the sections
@@ -72,7 +74,7 @@ def render(
     lines += [
         f"Written by `make reproduce` from `{source}` ({results.profile} "
         f"profile, {len(results.cells)} cells). Regenerate: "
-        f"`{results.runs[-1].command if results.runs else 'python -m mininet_topos.reproduce'}`"
+        f"`{results.runs[-1].command if results.runs else DEFAULT_COMMAND}`"
         "; `--report-only` rewrites this page from the results file. Times are given as "
         "median (min-max over iterations, mean).",
         "",

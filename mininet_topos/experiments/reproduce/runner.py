@@ -7,8 +7,8 @@ allgather with global-link bytes [DF-scatter]); the results file is saved after 
 ``--resume`` continues where a run stopped, and the report (docs/results.md, plots under docs/img/)
 is written from the file.
 
-    python -m mininet_topos.reproduce --topo df:2,4,2 --profile quick [--resume]
-    python -m mininet_topos.reproduce --report-only      # the report from the results file
+    python -m mininet_topos.experiments.reproduce --topo df:2,4,2 --profile quick [--resume]
+    python -m mininet_topos.experiments.reproduce --report-only  # the report from the file
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ from mininet_topos.experiments.reproduce.results import (
     Run,
     summarise,
 )
-from mininet_topos.tooling.environment import check_p4c, default_bmv2
+from mininet_topos.tooling.doctor import check_p4c
+from mininet_topos.tooling.machine import default_bmv2
 
 if TYPE_CHECKING:
     from mininet_topos.experiments.measure import LinkMeter
@@ -232,7 +233,7 @@ def run(
     if (warning := timing_warning(env["bmv2"])) is not None:
         print(f"*** {warning}")
     index = len(results.runs)
-    command = " ".join(["python -m mininet_topos.reproduce", *(argv or sys.argv[1:])])
+    command = " ".join(["python -m mininet_topos.experiments.reproduce", *(argv or sys.argv[1:])])
     results.runs.append(Run(now(), command, commit(), env))
     started = time.monotonic()
     failed = 0

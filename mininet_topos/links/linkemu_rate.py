@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mininet_topos.links.linkemu import EmulatorClient, LinkSpec
-from mininet_topos.tooling.runstate import RunRegistry, stop_run
+from mininet_topos.tooling.cleanup import stop_run
+from mininet_topos.tooling.registry import RunRegistry
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mininet_topos.tooling.machine import BMV2_ENV, bmv2_flavour, default_bmv2
-from mininet_topos.tooling.runstate import RunRegistry
+from mininet_topos.tooling.registry import RunRegistry
 
 
 def describe(binary: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from mininet_topos.tooling.runstate import RunRegistry
+from mininet_topos.tooling.registry import RunRegistry
 
 CLONE_NEWNET = 0x40000000
 T = TypeVar("T")

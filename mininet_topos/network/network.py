@@ -48,8 +48,9 @@ from mininet_topos.links.linkemu import EmulatorClient, Impairment
 from mininet_topos.network.bmv2 import Bmv2Options
 from mininet_topos.network.nodes import Bmv2Switch, RecordedHost, RecordedLink
 from mininet_topos.network.topos import NetcollTopo
+from mininet_topos.tooling.cleanup import stop_run
 from mininet_topos.tooling.machine import default_bmv2
-from mininet_topos.tooling.runstate import RunRegistry, stop_run
+from mininet_topos.tooling.registry import RunRegistry
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -12,7 +12,7 @@ from mininet.link import Link
 from mininet.node import Host, Switch
 
 from mininet_topos.network.bmv2 import Bmv2Options, Bmv2Process
-from mininet_topos.tooling.runstate import RunRegistry
+from mininet_topos.tooling.registry import RunRegistry
 
 
 class Recorded:

@@ -30,7 +30,7 @@ from controller.drivers.thrift import ThriftClient
 from controller.switch_state import PortRole, SwitchState
 from mininet_topos.network import netns
 from mininet_topos.network.bmv2 import Bmv2Config, Bmv2Process
-from mininet_topos.tooling.runstate import RunRegistry
+from mininet_topos.tooling.registry import RunRegistry
 
 T = TypeVar("T")
 FENCE_TAG = 0xFECE

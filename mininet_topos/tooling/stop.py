@@ -1,7 +1,7 @@
 """``netcoll-stop`` / ``make stop``: remove exactly what netcoll runs recorded, nothing else.
 
 It prints the plan (every recorded run and what it holds), removes it through
-:func:`mininet_topos.tooling.runstate.stop_all`, and prints the report. Exit status: 0 when
+:func:`mininet_topos.tooling.cleanup.stop_all`, and prints the report. Exit status: 0 when
 nothing was recorded or everything was removed, 1 on any error (the affected state files are
 kept so the command can simply be repeated once the cause is fixed).
 """
@@ -14,13 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mininet_topos.tooling.runstate import (
-    STATE_DIR_ENV,
-    RunStateError,
-    list_runs,
-    resolve_state_dir,
-    stop_all,
-)
+from mininet_topos.tooling.cleanup import stop_all
+from mininet_topos.tooling.registry import STATE_DIR_ENV, RunStateError, resolve_state_dir
+from mininet_topos.tooling.runs import list_runs
 
 
 def build_parser() -> argparse.ArgumentParser:

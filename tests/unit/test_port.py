@@ -14,7 +14,7 @@ import pytest
 from controller import wire
 from host_agents.port import RawSocketPort
 from mininet_topos.network import netns
-from mininet_topos.tooling.runstate import RunRegistry
+from mininet_topos.tooling.registry import RunRegistry
 
 pytestmark = [
     pytest.mark.unit,

@@ -13,7 +13,6 @@ responsive; :meth:`NetcollNetwork.call` runs a coroutine there and waits, bounde
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import json
@@ -21,7 +20,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -41,11 +39,12 @@ from controller.drivers.p4runtime import SwitchEndpoint
 from controller.drivers.thrift import ThriftClient, ThriftUnavailable
 from controller.runtime import ControlPlane
 from controller.service import CommService
-from host_agents.engine import EngineConfig
 from host_agents.launcher import Launcher
 from host_agents.port import RawSocketPort
 from mininet_topos.links.linkemu import EmulatorClient, Impairment
 from mininet_topos.network.bmv2 import Bmv2Options
+from mininet_topos.network.bringup import BringUp, LoopThread, exit_on_sigterm
+from mininet_topos.network.interfaces import disable_ipv6, port_free, set_mtu, windows_for
 from mininet_topos.network.nodes import Bmv2Switch, RecordedHost, RecordedLink
 from mininet_topos.network.topos import NetcollTopo
 from mininet_topos.tooling.cleanup import stop_run
@@ -80,83 +79,6 @@ class NetworkOptions:
     grpc_base: int = 29100  # below the ephemeral range (32768+): no client socket takes it
     thrift_base: int = 19100
     bmv2: str = field(default_factory=default_bmv2)  # simple_switch_grpc to run (path/name)
-
-
-@dataclass
-class BringUp:
-    mininet_s: float = 0.0
-    switches_s: float = 0.0
-    programming_s: float = 0.0
-    total_s: float = 0.0
-    switches: int = 0
-    hosts: int = 0
-    phases: dict[str, float] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return (
-            f"bring-up of {self.hosts} hosts and {self.switches} BMv2 switches: "
-            f"{self.total_s:.1f} s (Mininet {self.mininet_s:.1f} s, switches ready "
-            f"{self.switches_s:.1f} s, programming {self.programming_s:.1f} s)"
-        )
-
-
-class LoopThread:
-    """An asyncio loop in a daemon thread, for the control plane."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="netcoll-control", daemon=True
-        )
-        self.thread.start()
-
-    def call(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _disable_ipv6(intf: str) -> None:
-    path = Path(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6")
-    if path.exists():
-        path.write_text("1")
-
-
-def windows_for(segment_size: int) -> dict[str, float | int]:
-    """EngineConfig windows that keep as many bytes in flight as the defaults do at 1500-byte
-    frames: BMv2 reads each port through a socket buffer that overflows under larger bursts
-    (transport/config.py), and at 9000-byte frames the default 32-segment multicast window is
-    six times the bytes (a 1 MiB broadcast on Df(2,4,2) stalled)."""
-    base = EngineConfig()
-    scale = min(1.0, base.segment_size / segment_size)
-    return {
-        "message_window": max(4, int(base.message_window * scale)),
-        "mcast_window": max(4, int(base.mcast_window * scale)),
-        "cwnd_initial": max(2.0, base.cwnd_initial * scale),
-        "cwnd_max": max(4.0, base.cwnd_max * scale),
-        # ACKs (and switch-merged checkpoints) at least twice per window, or the root stalls
-        "ack_every": max(2, int(base.ack_every * scale)),
-    }
-
-
-def _set_mtu(intf: str, mtu: int) -> None:
-    subprocess.run(["ip", "link", "set", "dev", intf, "mtu", str(mtu)], check=True)
-
-
-def _exit_on_sigterm(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 class NetcollNetwork:
@@ -214,7 +136,7 @@ class NetcollNetwork:
         self._check_ports()
         if threading.current_thread() is threading.main_thread():
             # `kill` (SIGTERM) unwinds like Ctrl-C, so leaving the `with` block tears it down
-            signal.signal(signal.SIGTERM, _exit_on_sigterm)
+            signal.signal(signal.SIGTERM, exit_on_sigterm)
         started = time.perf_counter()
         shutil.rmtree(opts.run_dir, ignore_errors=True)
         opts.run_dir.mkdir(parents=True)
@@ -378,7 +300,7 @@ class NetcollNetwork:
             port
             for i in range(self.topo.num_switches)
             for port in (opts.grpc_base + i, opts.thrift_base + i)
-            if not _port_free(port)
+            if not port_free(port)
         ]
         if busy:
             raise BringUpError(
@@ -408,8 +330,8 @@ class NetcollNetwork:
         for node in root_nodes:
             for intf in node.intfList():
                 if intf.name != "lo":
-                    _disable_ipv6(intf.name)
-                    _set_mtu(intf.name, self.options.mtu)
+                    disable_ipv6(intf.name)
+                    set_mtu(intf.name, self.options.mtu)
 
     def _write_topology(self) -> None:
         assert self.mininet is not None

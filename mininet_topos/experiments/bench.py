@@ -20,7 +20,6 @@ it, and every table, result file and the side-by-side summary name the setting.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 import logging
@@ -32,10 +31,10 @@ from typing import Any
 
 from controller import p4info, wire
 from host_agents.collectives import COLLECTIVES
-from host_agents.comm import ACK_MERGE_MODES
-from host_agents.engine import EngineConfig
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
+from mininet_topos.experiments.bench_options import ack_merge_modes, engine_setting, parse_loss
+from mininet_topos.experiments.bench_report import emulator_load, plot, side_by_side, slug
 from mininet_topos.experiments.measure import (
     LinkMeter,
     columns_for,
@@ -63,14 +62,6 @@ QUICK_SIZES = {
     "reduce": (1024,),
 }
 DIRECT = "direct links (no emulator)"  # how rows without --loss are labelled
-BASELINES = {
-    "bcast": "binomial",
-    "barrier": "dissemination",
-    "scatter": "tree",
-    "allgather": "ring",
-    "allreduce": "recursive_doubling",
-    "reduce": "binomial",
-}
 
 
 def run_cell(
@@ -196,40 +187,8 @@ def compare_algorithms(
     return rows
 
 
-def emulator_load(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """What the link emulator carried between two of its stats: is it setting the pace?"""
-    wall = after["uptime_seconds"] - before["uptime_seconds"]
-    frames = after["totals"]["forwarded"] - before["totals"]["forwarded"]
-    cpu = after["cpu_seconds"] - before["cpu_seconds"]
-    drops = after["totals"]["queue_drops"] - before["totals"]["queue_drops"]
-    return (
-        f"link emulator: {frames / wall:.0f} frames/s, {cpu / wall:.0%} of a core, "
-        f"{cpu / frames * 1e6 if frames else 0:.1f} us CPU per frame, {drops} queue drops"
-    )
-
-
 def label_of(setting: Impairment | None) -> str:
     return DIRECT if setting is None else setting.describe()
-
-
-def parse_loss(text: str) -> Impairment:
-    """``LOSS[,DUPLICATE[,REORDER]]``, each a fraction (0.01) or a percentage (1%)."""
-    values = []
-    for item in text.split(","):
-        item = item.strip()
-        try:
-            value = float(item[:-1]) / 100 if item.endswith("%") else float(item)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r}: expected LOSS[,DUPLICATE[,REORDER]] as fractions or percentages"
-            ) from None
-        values.append(value)
-    if len(values) > 3:
-        raise argparse.ArgumentTypeError(f"{text!r}: at most loss, duplicate and reorder")
-    try:
-        return Impairment(*values)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
 def loss_settings(given: list[Impairment] | None) -> list[Impairment] | None:
@@ -254,57 +213,6 @@ def network_options(args: argparse.Namespace, losses: list[Impairment] | None) -
         fault_seed=args.seed,
         mtu=args.mtu,
     )
-
-
-def side_by_side(rows: dict[str, list[Row]]) -> str:
-    """A markdown table: each cell's time under every setting, its slowdown against the
-    first (no loss), and, per setting, the in-network algorithm's speedup over the baseline."""
-    labels = list(rows)
-    by_cell: dict[tuple[str, str, int], dict[str, Row]] = {}
-    for label, chosen in rows.items():
-        for row in chosen:
-            by_cell.setdefault((row.collective, row.algorithm, row.size), {})[label] = row
-    head = " | ".join(f"{label}" for label in labels)
-    lines = [
-        f"| collective | algorithm | bytes | {head} |",
-        "|---|---|---:|" + "---:|" * len(labels),
-    ]
-    reference = labels[0]
-    for (collective, algorithm, size), cells in by_cell.items():
-        times = []
-        for label in labels:
-            measured = cells.get(label)
-            if measured is None:
-                times.append("failed")
-                continue
-            text = _time(measured.avg_us)
-            if label != reference and reference in cells and cells[reference].avg_us:
-                text += f" ({measured.avg_us / cells[reference].avg_us:.1f}x)"
-            times.append(text)
-        lines.append(f"| {collective} | {algorithm} | {size} | {' | '.join(times)} |")
-    speedups = []
-    for (collective, algorithm, size), cells in by_cell.items():
-        base = by_cell.get((collective, BASELINES[collective], size), {})
-        if not algorithm.startswith("innet") or not base:
-            continue
-        ratios = [
-            f"{base[label].avg_us / cells[label].avg_us:.1f}x"
-            if label in cells and label in base and cells[label].avg_us
-            else "-"
-            for label in labels
-        ]
-        speedups.append(
-            f"| {collective} | {algorithm} over {BASELINES[collective]} | {size} | "
-            + " | ".join(ratios)
-            + " |"
-        )
-    if speedups:
-        lines += ["", f"| collective | speedup | bytes | {head} |", lines[1], *speedups]
-    return "\n".join(lines)
-
-
-def _time(us: float) -> str:
-    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.1f} ms"
 
 
 def persistent_vs_plain(
@@ -376,56 +284,6 @@ def _filtered(net: NetcollNetwork, index: int) -> int:
     assert net.control is not None
     counter = net.call(net.control.switches[index].read_counter(p4info.EGRESS_DROP_COUNTER))
     return counter.get(int(wire.DropReason.FILTERED), (0, 0))[0]
-
-
-def plot(rows: list[Row], out: Path, suffix: str = "") -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = []
-    for collective in ("bcast", "scatter", "allgather", "allreduce"):
-        chosen = [r for r in rows if r.collective == collective]
-        if not chosen:
-            continue
-        fig, (ax_time, ax_speed) = plt.subplots(1, 2, figsize=(11, 4))
-        by_algorithm: dict[str, list[Row]] = {}
-        for r in chosen:
-            by_algorithm.setdefault(r.algorithm, []).append(r)
-        base = {r.size: r.avg_us for r in by_algorithm.get(BASELINES[collective], [])}
-        for name, series in sorted(by_algorithm.items()):
-            series.sort(key=lambda r: r.size)
-            sizes = [max(r.size, 1) for r in series]
-            ax_time.plot(sizes, [r.avg_us for r in series], marker="o", label=name)
-            speedup = [base[r.size] / r.avg_us for r in series if r.size in base and r.avg_us]
-            ax_speed.plot(sizes[: len(speedup)], speedup, marker="o", label=name)
-        ax_time.set(
-            xscale="log",
-            yscale="log",
-            xlabel="bytes",
-            ylabel="time (us)",
-            title=f"{collective}: time",
-        )
-        ax_speed.set(
-            xscale="log",
-            xlabel="bytes",
-            ylabel=f"speedup over {BASELINES[collective]}",
-            title=f"{collective}: speedup",
-        )
-        ax_time.legend(fontsize=8)
-        ax_speed.axhline(1.0, color="grey", linewidth=0.5)
-        fig.tight_layout()
-        path = out / f"bench-{collective}{suffix}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-    return written
-
-
-def slug(label: str) -> str:
-    """A file-name part for a setting: 'loss 1%, duplicate 1%' -> 'loss1-duplicate1'."""
-    return "-".join(part.replace(" ", "").replace("%", "") for part in label.split(", "))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -500,36 +358,6 @@ def main(argv: list[str] | None = None) -> int:
     print("*** wrote " + ", ".join(str(p) for p in written))
     (args.out / f"bench-{stamp}-summary.json").write_text(json.dumps(meta, indent=1))
     return 0
-
-
-def engine_setting(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` of an EngineConfig field, the value in the field's type."""
-    key, sep, value = text.partition("=")
-    fields = {f.name for f in dataclasses.fields(EngineConfig)}
-    if not sep or key not in fields:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(fields))}"
-        )
-    kind = type(getattr(EngineConfig(), key))
-    if kind is bool:  # bool("false") is True: spell the two values out
-        if value.lower() not in ("true", "false", "1", "0"):
-            raise argparse.ArgumentTypeError(f"{key}: {value!r} is not true or false")
-        return key, value.lower() in ("true", "1")
-    try:
-        return key, kind(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"{key}: {value!r} is not of type {kind.__name__}"
-        ) from exc
-
-
-def ack_merge_modes(text: str) -> str:
-    unknown = [m for m in text.split(",") if m not in ACK_MERGE_MODES]
-    if unknown or not text:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected a comma-separated list of {', '.join(ACK_MERGE_MODES)}"
-        )
-    return text
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,21 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mininet_topos.experiments.reproduce.bcast_sections import (
-    all_roots,
-    latency_throughput,
-    persistent,
-)
-from mininet_topos.experiments.reproduce.coll_sections import barrier, scatter_allgather
-from mininet_topos.experiments.reproduce.plan import CLAIMS
+from mininet_topos.experiments.reproduce.plan import CLAIMS, PAPERS
 from mininet_topos.experiments.reproduce.results import Results
 
 REFERENCE_TOPOLOGY = "df:2,4,2"  # the papers' Df(2,4,2); figures on anything else are a try-out
 
 
 # -- the whole report --------------------------------------------------------------------------
-
-SECTIONS = (all_roots, latency_throughput, persistent, barrier, scatter_allgather)
 
 DEFAULT_COMMAND = "python -m mininet_topos.experiments.reproduce"
 
@@ -55,7 +47,7 @@ def render(
 ) -> tuple[str, list[Path]]:
     env = results.runs[-1].environment if results.runs else {}
     cores = int(env.get("cores", 2) or 2)
-    sections = [make(results, img_dir, cores) for make in SECTIONS]
+    sections = [paper.section(results, img_dir, cores) for paper in PAPERS]
     lines = ["# The papers' experiments, reproduced", ""]
     if results.topo != REFERENCE_TOPOLOGY:
         lines += [

@@ -26,16 +26,8 @@ from controller import topology as model
 from controller import wire
 from host_agents.comm import ACK_MERGE_MODES
 from mininet_topos.experiments.provenance import commit, now
-from mininet_topos.experiments.reproduce.plan import (
-    BUDGET_S,
-    CLAIMS,
-    PROFILES,
-    CellSpec,
-    estimate_seconds,
-    left_out,
-    left_out_cells,
-    plan,
-)
+from mininet_topos.experiments.reproduce.cells import BUDGET_S, PROFILES, CellSpec, estimate_seconds
+from mininet_topos.experiments.reproduce.plan import CLAIMS, left_out, left_out_cells, plan
 from mininet_topos.experiments.reproduce.report import write_report
 from mininet_topos.experiments.reproduce.results import (
     CellResult,

@@ -69,7 +69,7 @@ def _emulator_load(results: Results) -> list[str]:
         f"frames/s and used {cpu[0]:.0%} / {cpu[median]:.0%} / {cpu[-1]:.0%} of a core "
         f"(min / median / max over the {len(parts)} parts); frames dropped at its receive "
         f"queues (not seeded): {drops}. Its capacity is measured by "
-        "`sudo python -m mininet_topos.links.linkemu_rate` (README, Faults).",
+        "`sudo python -m mininet_topos.links.linkemu_rate` (docs/usage.md, Faults).",
     ]
 
 

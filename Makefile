@@ -78,10 +78,10 @@ help:
 # -- installation -------------------------------------------------------------------------
 
 deps:
-	$(SYSTEM_PYTHON) -m mininet_topos.environment deps
+	$(SYSTEM_PYTHON) -m mininet_topos.tooling.environment deps
 
 doctor:
-	@$(SYSTEM_PYTHON) -m mininet_topos.environment doctor
+	@$(SYSTEM_PYTHON) -m mininet_topos.tooling.environment doctor
 
 need-venv:
 	@test -x $(PY) || { echo "error: no virtual environment at $(VENV); run 'make deps' first" >&2; exit 1; }
@@ -123,17 +123,17 @@ build-tna: need-venv
 run:
 	@test -x $(PY) || $(MAKE) deps
 	@$(MAKE) --no-print-directory need-bmv2 build
-	$(PY) -m mininet_topos.run --topo $(TOPO) $(RUN_ARGS)
+	$(PY) -m mininet_topos.network.run --topo $(TOPO) $(RUN_ARGS)
 
 smoke: need-venv need-bmv2 build
-	$(PY) -m mininet_topos.smoke --topo $(TOPO) $(RUN_ARGS)
+	$(PY) -m mininet_topos.experiments.smoke --topo $(TOPO) $(RUN_ARGS)
 
 # One workload on a fresh network: make launch LAUNCH_ARGS='--collective bcast --sizes 1,1024'
 launch: need-venv need-bmv2 build
-	$(PY) -m mininet_topos.launch --topo $(TOPO) $(LAUNCH_ARGS)
+	$(PY) -m mininet_topos.experiments.launch --topo $(TOPO) $(LAUNCH_ARGS)
 
 stop:
-	@if test -x $(PY); then $(PY) -m mininet_topos.stop; else $(SYSTEM_PYTHON) -m mininet_topos.stop; fi
+	@if test -x $(PY); then $(PY) -m mininet_topos.tooling.stop; else $(SYSTEM_PYTHON) -m mininet_topos.tooling.stop; fi
 
 # -- tests ---------------------------------------------------------------------------------
 
@@ -159,16 +159,16 @@ test-reliability: need-venv
 
 # The full matrix on Df(2,4,2), within the budget it states; writes docs/reliability.md.
 reliability: need-venv need-bmv2 build
-	$(PY) -m mininet_topos.reliability --report docs/reliability.md $(RELIABILITY_ARGS)
+	$(PY) -m mininet_topos.experiments.reliability --report docs/reliability.md $(RELIABILITY_ARGS)
 
 bench: need-venv need-bmv2 build
-	$(PY) -m mininet_topos.bench --out $(RESULTS_DIR) $(BENCH_ARGS)
+	$(PY) -m mininet_topos.experiments.bench --out $(RESULTS_DIR) $(BENCH_ARGS)
 
 # Each paper's own experiment on one network (quick profile: under 20 min on Df(2,4,2)
 # with the speed build; --profile full: under 2 h); results file docs/results.json, report
 # docs/results.md, plots docs/img/results-*.png. REPRODUCE_ARGS=--resume continues the file.
 reproduce: need-venv need-bmv2 build
-	$(PY) -m mininet_topos.reproduce $(REPRODUCE_ARGS)
+	$(PY) -m mininet_topos.experiments.reproduce $(REPRODUCE_ARGS)
 
 # The collectives on ns-3 instead of BMv2 (no root, no BMv2): make simulate SIM_TOPO=df:6,12,6
 # SIM_ARGS='--run scatter:tree,lin:1024'. docs/scale.md.

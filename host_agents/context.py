@@ -19,7 +19,7 @@ from controller.wire import Tree
 
 if TYPE_CHECKING:
     from controller.topology import Topology
-    from host_agents.engine import Incoming, Source
+    from host_agents.transport.messages import Incoming, Source
 
 __all__ = ["CollectiveContext", "Data", "RepairPacing", "Tree"]
 

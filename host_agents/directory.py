@@ -1,6 +1,6 @@
 """What an agent knows about the network: every node's MAC and place, and the communicators.
 
-Built from the topology file the network writes at bring-up (``mininet_topos/network.py``:
+Built from the topology file the network writes at bring-up (``mininet_topos/network/network.py``:
 ``<run dir>/topology.json``), whose path the launcher passes as ``--topology`` (never by
 importing Mininet), or directly from a :class:`controller.topology.Topology` in tests.
 """

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from controller.wire import AggOp
 from host_agents.context import CollectiveContext, Data, RepairPacing
@@ -21,7 +21,6 @@ from host_agents.transport.publish import RepairPacer
 
 if TYPE_CHECKING:
     from controller.topology import Topology
-    from host_agents.comm import Comm
 
 T = TypeVar("T")
 LOG = logging.getLogger(__name__)
@@ -52,10 +51,45 @@ class _RankPacer:
         self._pacer.tick(pending, self._node_of, now)
 
 
+class Timeouts(Protocol):
+    """The communicator's options a context reads (``host_agents.comm.CommOptions``)."""
+
+    @property
+    def progress_timeout(self) -> float: ...
+    @property
+    def first_data_timeout(self) -> float: ...
+    @property
+    def op_timeout(self) -> float: ...
+    @property
+    def check_interval(self) -> float: ...
+
+
+class Communicator(Protocol):
+    """What a context uses of the communicator it runs on (``host_agents.comm.Comm``): named
+    here, so the context needs nothing from comm.py and comm.py alone imports the other."""
+
+    @property
+    def engine(self) -> Engine: ...
+    @property
+    def comm_id(self) -> int: ...
+    @property
+    def members(self) -> tuple[int, ...]: ...
+    @property
+    def options(self) -> Timeouts: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+
+    def next_barrier_epoch(self) -> int: ...
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None: ...
+    async def settle(self) -> None: ...
+
+
 class EngineContext:
     """One collective instance as its algorithm sees it: ranks, tags and bounded waits."""
 
-    def __init__(self, comm: Comm, epoch: int, name: str) -> None:
+    def __init__(self, comm: Communicator, epoch: int, name: str) -> None:
         self.comm = comm
         self.engine: Engine = comm.engine
         self.comm_id = comm.comm_id

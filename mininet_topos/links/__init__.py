@@ -1,2 +1,3 @@
-"""Link models and faults: shaped rates and delays, the seeded fault emulator, and the
-fidelity check that says whether a timed run measured the network or the CPU."""
+"""Link models and faults: shaped rates, delays and queues, the seeded link emulator and the
+impairments it applies, and the fidelity check that says whether a timed run measured the
+network or the CPU."""

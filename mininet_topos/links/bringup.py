@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import topology as model
-from mininet_topos.linkfaults import Impairment
+from mininet_topos.links.linkfaults import Impairment
 from mininet_topos.links.shaping import LinkModel, link_ends, netem_available, shape
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mininet_topos.single_switch import SingleSwitchLab
+from mininet_topos.network.single_switch import SingleSwitchLab
 from tests.dataplane_scenarios import ALL_PORTS
 from tests.requirements import BUILD_DIR, switch_unavailable
 

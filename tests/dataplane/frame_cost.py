@@ -16,9 +16,9 @@ import sys
 import time
 
 from controller.wire import Op
-from mininet_topos.environment import default_bmv2
-from mininet_topos.measure import process_cpu_seconds
-from mininet_topos.single_switch import SingleSwitchLab
+from mininet_topos.experiments.measure import process_cpu_seconds
+from mininet_topos.network.single_switch import SingleSwitchLab
+from mininet_topos.tooling.machine import default_bmv2
 from tests.dataplane_scenarios import ALL_PORTS, base_state, frame
 from tests.requirements import BUILD_DIR, switch_unavailable
 

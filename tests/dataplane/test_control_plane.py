@@ -19,8 +19,8 @@ from controller.switch_state import ports_bitmap
 from controller.topology import single_switch
 from host_agents.port import RawSocketPort
 from host_agents.service_client import ServiceClient, ServiceError
-from mininet_topos import netns
-from mininet_topos.single_switch import SingleSwitchLab
+from mininet_topos.network import netns
+from mininet_topos.network.single_switch import SingleSwitchLab
 from tests.requirements import BUILD_DIR
 
 TOPO = single_switch(4)  # hosts on ports 1-4, management node on port 5

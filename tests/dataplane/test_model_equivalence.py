@@ -22,7 +22,7 @@ from controller import wire
 from controller.switch_model import SwitchModel
 from controller.switch_state import ports_bitmap
 from controller.wire import AggOp, MpKind, Op
-from mininet_topos.single_switch import SingleSwitchLab
+from mininet_topos.network.single_switch import SingleSwitchLab
 from tests.dataplane_scenarios import (
     ALL_PORTS,
     CHILD_NODE,

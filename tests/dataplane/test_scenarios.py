@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mininet_topos.single_switch import SingleSwitchLab
+from mininet_topos.network.single_switch import SingleSwitchLab
 from tests.ackmerge_scenarios import ACKMERGE_SCENARIOS
 from tests.dataplane_scenarios import SCENARIOS
 from tests.reduce_scenarios import REDUCE_SCENARIOS

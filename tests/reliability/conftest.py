@@ -20,7 +20,7 @@ def faulty_network(test_seed: int) -> Iterator[Any]:
     reason = network_unavailable()
     if reason is not None:
         pytest.skip(reason)
-    from mininet_topos.linkemu import Impairment
+    from mininet_topos.links.linkemu import Impairment
     from mininet_topos.network import NetcollNetwork, NetworkOptions
 
     options = NetworkOptions(

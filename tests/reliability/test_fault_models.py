@@ -10,7 +10,7 @@ import pytest
 from host_agents.launcher import LaunchResult
 from host_agents.report import format_table
 from host_agents.workload import CollectiveTest, Workload
-from mininet_topos.linkemu import Impairment
+from mininet_topos.links.linkemu import Impairment
 from mininet_topos.network import NetcollNetwork
 
 pytestmark = pytest.mark.reliability

@@ -17,7 +17,7 @@ from scapy.packet import Raw, fuzz
 from controller import wire
 from host_agents.report import format_table
 from host_agents.workload import CollectiveTest, Workload
-from mininet_topos.linkemu import Impairment
+from mininet_topos.links.linkemu import Impairment
 from mininet_topos.network import NetcollNetwork
 from tests.scapy_layers import Coll
 

@@ -21,7 +21,7 @@ from scapy.packet import Raw, fuzz
 from controller import wire
 from controller.switch_state import ports_bitmap
 from controller.wire import MpKind
-from mininet_topos.single_switch import SingleSwitchLab
+from mininet_topos.network.single_switch import SingleSwitchLab
 from tests.dataplane_scenarios import (
     ALL_PORTS,
     COMM,

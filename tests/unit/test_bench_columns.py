@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller import wire
-from mininet_topos import measure
+from mininet_topos.experiments import measure
 
 pytestmark = pytest.mark.unit
 

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("mininet", reason="bench.py builds NetworkOptions, which imports Mininet")
 
 from host_agents.report import Row
-from mininet_topos import bench
-from mininet_topos.linkfaults import Impairment
+from mininet_topos.experiments import bench, bench_options, bench_report
+from mininet_topos.links.linkfaults import Impairment
 
 pytestmark = pytest.mark.unit
 
@@ -63,7 +63,7 @@ def test_a_loss_setting_reaches_the_network_through_the_emulator_after_no_loss()
     assert options.emulate_links and options.faults == Impairment()
     assert options.fault_seed == 9
     assert bench.label_of(losses[2]) == "loss 1%, duplicate 1%, reorder 2%"
-    assert bench.slug(bench.label_of(losses[2])) == "loss1-duplicate1-reorder2"
+    assert bench_report.slug(bench.label_of(losses[2])) == "loss1-duplicate1-reorder2"
 
 
 def row(collective: str, algorithm: str, size: int, avg_us: float) -> Row:
@@ -76,7 +76,7 @@ def test_the_side_by_side_table_gives_slowdowns_and_speedups_per_setting() -> No
         "loss 1%": [row("bcast", "innet", 16384, 100_000), row("bcast", "binomial", 16384, 2e6)],
         "loss 5%": [row("bcast", "binomial", 16384, 3e6)],  # innet failed here
     }
-    table = bench.side_by_side(rows).splitlines()
+    table = bench_report.side_by_side(rows).splitlines()
     assert table[0] == "| collective | algorithm | bytes | loss 0% | loss 1% | loss 5% |"
     assert "| bcast | innet | 16384 | 50.0 ms | 100.0 ms (2.0x) | failed |" in table
     assert "| bcast | binomial | 16384 | 150.0 ms | 2.00 s (13.3x) | 3.00 s (20.0x) |" in table
@@ -94,7 +94,7 @@ def test_the_emulator_load_between_two_stats() -> None:
         "cpu_seconds": 1.5,
         "totals": {"forwarded": 51000, "queue_drops": 3},
     }
-    assert bench.emulator_load(before, after) == (
+    assert bench_report.emulator_load(before, after) == (
         "link emulator: 5000 frames/s, 5% of a core, 10.0 us CPU per frame, 3 queue drops"
     )
 
@@ -127,7 +127,7 @@ def test_an_unknown_ack_merging_mode_is_refused_with_the_known_ones() -> None:
     with pytest.raises(SystemExit):
         parse("--ack-merge", "coroots,routers")
     with pytest.raises(argparse.ArgumentTypeError, match="coroots, switch"):
-        bench.ack_merge_modes("routers")
+        bench_options.ack_merge_modes("routers")
 
 
 def test_engine_settings_take_the_field_type_and_refuse_unknown_keys() -> None:
@@ -136,9 +136,9 @@ def test_engine_settings_take_the_field_type_and_refuse_unknown_keys() -> None:
         ("ack_every", 8),
     ]
     with pytest.raises(argparse.ArgumentTypeError, match="repair_quiet_min"):
-        bench.engine_setting("repair_quiet=0.1")
+        bench_options.engine_setting("repair_quiet=0.1")
     with pytest.raises(argparse.ArgumentTypeError, match="not of type int"):
-        bench.engine_setting("ack_every=fast")
+        bench_options.engine_setting("ack_every=fast")
 
 
 def test_a_boolean_engine_setting_reads_false_as_false(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,8 +148,8 @@ def test_a_boolean_engine_setting_reads_false_as_false(monkeypatch: pytest.Monke
     class WithSwitch:
         check: bool = True
 
-    monkeypatch.setattr(bench, "EngineConfig", WithSwitch)
-    assert bench.engine_setting("check=false") == ("check", False)
-    assert bench.engine_setting("check=True") == ("check", True)
+    monkeypatch.setattr(bench_options, "EngineConfig", WithSwitch)
+    assert bench_options.engine_setting("check=false") == ("check", False)
+    assert bench_options.engine_setting("check=True") == ("check", True)
     with pytest.raises(argparse.ArgumentTypeError, match="not true or false"):
-        bench.engine_setting("check=maybe")
+        bench_options.engine_setting("check=maybe")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos.bmv2 import Bmv2Options
+from mininet_topos.network.bmv2 import Bmv2Options
 
 pytestmark = pytest.mark.unit
 
@@ -43,7 +43,7 @@ def test_a_switch_configured_outside_a_network_runs_the_selected_build(
     """The single-switch data-plane harness builds its Bmv2Config directly: it must run the
     BMv2 the user selected (make BMV2=, NETCOLL_BMV2), like the Mininet switches, not
     whichever simple_switch_grpc is first on PATH."""
-    from mininet_topos.bmv2 import Bmv2Config
+    from mininet_topos.network.bmv2 import Bmv2Config
 
     monkeypatch.setenv("NETCOLL_BMV2", "/opt/bmv2-fast/bin/simple_switch_grpc")
     config = Bmv2Config("lab", 1, {1: "sw1"}, "unix:/tmp/lab.sock", Path("/tmp/lab"))

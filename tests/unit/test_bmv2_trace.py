@@ -1,10 +1,10 @@
-"""Counting BMv2's per-pass work from a trace log (mininet_topos/bmv2_trace.py)."""
+"""Counting BMv2's per-pass work from a trace log (mininet_topos/network/bmv2_trace.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mininet_topos.bmv2_trace import passes, summary
+from mininet_topos.network.bmv2_trace import passes, summary
 
 pytestmark = pytest.mark.unit
 

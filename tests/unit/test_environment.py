@@ -12,23 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos import environment as env
-from mininet_topos.environment import (
+from mininet_topos.tooling import deps, doctor, environment, machine
+from mininet_topos.tooling.deps import plan_deps, run_plan
+from mininet_topos.tooling.doctor import Check, format_report
+from mininet_topos.tooling.machine import (
     APT_PACKAGES,
     P4LANG_PACKAGES,
-    Check,
     OsRelease,
-    format_report,
-    plan_deps,
     probe,
     read_os_release,
-    run_plan,
 )
 
 pytestmark = pytest.mark.unit
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SOURCE = REPO_ROOT / "mininet_topos" / "environment.py"
+TOOLING = REPO_ROOT / "mininet_topos" / "tooling"
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 DEBIAN_12 = OsRelease("debian", "12", (), "Debian GNU/Linux 12 (bookworm)")
@@ -41,7 +39,7 @@ def run_module(
     """Run the module the way `make` does: the system Python, from the repository root."""
     python = SYSTEM_PYTHON if Path(SYSTEM_PYTHON).exists() else sys.executable
     return subprocess.run(
-        [python, "-m", "mininet_topos.environment", *args],
+        [python, "-m", "mininet_topos.tooling.environment", *args],
         cwd=REPO_ROOT,
         env={**os.environ, **extra_env},
         capture_output=True,
@@ -73,16 +71,26 @@ def plan_text(osr: OsRelease, tmp_path: Path, **kwargs: object) -> tuple[int, st
 # ------------------------------------------------------------------------------------------
 
 
-def test_environment_module_is_stdlib_only_and_old_python_compatible() -> None:
-    """It runs under the system python3 before the venv exists, on older LTS releases too."""
-    tree = ast.parse(SOURCE.read_text(), feature_version=(3, 8))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            imported.add(node.module.split(".")[0])
-    assert imported - {"__future__"} <= set(sys.stdlib_module_names)
+def test_tooling_is_stdlib_only_and_old_python_compatible() -> None:
+    """deps, doctor and stop run under the system python3 before the venv exists, on older LTS
+    releases too: the tooling room (and the package above it) imports the standard library and
+    itself only."""
+    sources = [*TOOLING.glob("*.py"), TOOLING.parent / "__init__.py"]
+    for source in sources:
+        tree = ast.parse(source.read_text(), feature_version=(3, 8))
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module)
+        outside = {
+            name
+            for name in imported - {"__future__"}
+            if name.split(".")[0] not in sys.stdlib_module_names
+            and not name.startswith("mininet_topos.tooling")
+        }
+        assert not outside, f"{source.name} imports {sorted(outside)}"
 
 
 def test_read_os_release(tmp_path: Path) -> None:
@@ -94,9 +102,9 @@ def test_read_os_release(tmp_path: Path) -> None:
     osr = read_os_release(path)
     assert osr == OsRelease("ubuntu", "22.04", ("debian",), "Ubuntu 22.04.4 LTS")
     assert osr.uses_apt
-    assert env.p4lang_obs_dir(osr) == "xUbuntu_22.04"
-    assert env.p4lang_obs_dir(DEBIAN_12) is None
-    assert env.p4lang_obs_dir(OsRelease("debian", "11")) == "Debian_11"
+    assert machine.p4lang_obs_dir(osr) == "xUbuntu_22.04"
+    assert machine.p4lang_obs_dir(DEBIAN_12) is None
+    assert machine.p4lang_obs_dir(OsRelease("debian", "11")) == "Debian_11"
     assert not OsRelease("fedora", "40").uses_apt
 
 
@@ -115,7 +123,7 @@ def test_deps_dry_run_on_this_machine() -> None:
     assert "--system-site-packages" in out and "pip install -e '.[dev]'" in out
     assert "dry run, nothing was changed" in out
     osr = read_os_release()
-    tools_present = all(env.find_tool(tool) for tool in env.P4_TOOLS)
+    tools_present = all(machine.find_tool(tool) for tool in machine.P4_TOOLS)
     if tools_present:
         assert "# skip p4lang packages" in out
     elif (osr.id, osr.version_id) == ("debian", "12"):
@@ -136,7 +144,7 @@ def test_debian_12_gets_the_unmissable_message(tmp_path: Path) -> None:
     assert status == 0, "no p4lang packages for the distribution is not a failure"
     assert "apt-get install -y " + " ".join(APT_PACKAGES) in out
     assert "p4lang-p4c" not in out and "download.opensuse.org" not in out
-    message = env.p4_missing_message(DEBIAN_12, list(env.P4_TOOLS))
+    message = deps.p4_missing_message(DEBIAN_12, list(machine.P4_TOOLS))
     assert out.count(message) == 2, "printed where it happens and again at the very end"
     assert out.rstrip().endswith("dry run, nothing was changed")
     for needle in (
@@ -146,9 +154,9 @@ def test_debian_12_gets_the_unmissable_message(tmp_path: Path) -> None:
         "v1.2.4.8",
         "p4c-bm2-ss and p4test",
         "1.15",
-        env.P4C_URL,
-        env.BMV2_URL,
-        env.PI_URL,
+        machine.P4C_URL,
+        machine.BMV2_URL,
+        machine.PI_URL,
     ):
         assert needle in message
 
@@ -208,8 +216,8 @@ def test_venv_steps_are_idempotent(tmp_path: Path) -> None:
     assert "# skip create venv" in out
     assert "+ cd " in out and "pip install -e '.[dev]'" in out  # no stamp yet
 
-    stamp = env.venv_stamp(REPO_ROOT / "pyproject.toml", "/usr/bin/python3", (3, 12))
-    (venv / env.STAMP_NAME).write_text(stamp)
+    stamp = deps.venv_stamp(REPO_ROOT / "pyproject.toml", "/usr/bin/python3", (3, 12))
+    (venv / machine.STAMP_NAME).write_text(stamp)
     _, out = plan_text(DEBIAN_12, tmp_path, venv=venv)
     assert "# skip install project (venv up to date" in out
 
@@ -219,11 +227,11 @@ def test_venv_steps_are_idempotent(tmp_path: Path) -> None:
 
 def test_run_plan_executes_and_stops_at_a_failing_step(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    plan = env.DepsPlan(
+    plan = deps.DepsPlan(
         steps=[
-            env.Step("ok", ["touch", str(marker)]),
-            env.Step("bad", ["false"], fatal=True),
-            env.Step("never", ["touch", str(tmp_path / "never")]),
+            deps.Step("ok", ["touch", str(marker)]),
+            deps.Step("bad", ["false"], fatal=True),
+            deps.Step("never", ["touch", str(tmp_path / "never")]),
         ]
     )
     lines: list[str] = []
@@ -270,17 +278,17 @@ def test_doctor_json_is_quick_and_complete() -> None:
         assert isinstance(checks[name]["detail"], str)
     assert checks["root"]["found"] == (os.geteuid() == 0)
     required = {name for name, check in checks.items() if check["required"]}
-    assert required == set(env.REQUIRED_CHECKS)
+    assert required == set(machine.REQUIRED_CHECKS)
     missing = sorted(n for n in required if not checks[n]["found"])
     assert sorted(data["missing_required"]) == missing
     assert data["ok"] == (not missing)
 
 
 def test_doctor_strict_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
-    status = env.main(["doctor", "--strict"])
+    status = environment.main(["doctor", "--strict"])
     out = capsys.readouterr().out
     assert status == (1 if "required but missing" in out else 0)
-    assert env.main(["doctor"]) == 0
+    assert environment.main(["doctor"]) == 0
     capsys.readouterr()
 
 
@@ -311,13 +319,13 @@ def test_report_is_aligned() -> None:
 def test_cli_interpreter_and_tna_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script = tmp_path / "simple_switch_CLI"
     script.write_text("#!/usr/bin/env python3\nprint('hi')\n")
-    assert env.script_interpreter(str(script)) == env.find_tool("python3")
+    assert doctor.script_interpreter(str(script)) == machine.find_tool("python3")
     script.write_text("#!/opt/py/bin/python3 -u\n")
-    assert env.script_interpreter(str(script)) == "/opt/py/bin/python3"
+    assert doctor.script_interpreter(str(script)) == "/opt/py/bin/python3"
 
     monkeypatch.setenv("TNA_INCLUDE_DIR", str(tmp_path))
-    check = env.check_tna()
+    check = doctor.check_tna()
     assert not check.found and "has no tna.p4" in check.detail and not check.required
     (tmp_path / "tna.p4").write_text("// arch\n")
-    check = env.check_tna()
+    check = doctor.check_tna()
     assert check.found and str(tmp_path) in check.detail

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mininet_topos.linkemu import Direction, LinkEmulator
-from mininet_topos.linkfaults import Impairment, LinkFaults
+from mininet_topos.links.linkemu import Direction, LinkEmulator
+from mininet_topos.links.linkfaults import Impairment, LinkFaults
 
 pytestmark = pytest.mark.unit
 

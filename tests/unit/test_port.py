@@ -13,8 +13,8 @@ import pytest
 
 from controller import wire
 from host_agents.port import RawSocketPort
-from mininet_topos import netns
-from mininet_topos.runstate import RunRegistry
+from mininet_topos.network import netns
+from mininet_topos.tooling.registry import RunRegistry
 
 pytestmark = [
     pytest.mark.unit,

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from mininet_topos import provenance, reliability
-from mininet_topos.reliability_report import render
-from mininet_topos.reliability_results import IncompatibleResults, Part, Results, Run
+from mininet_topos.experiments import provenance
+from mininet_topos.experiments.reliability import runner as reliability
+from mininet_topos.experiments.reliability.report import render
+from mininet_topos.experiments.reliability.results import IncompatibleResults, Part, Results, Run
 
 pytestmark = pytest.mark.unit
 

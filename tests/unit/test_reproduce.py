@@ -10,15 +10,13 @@ from typing import Any
 
 import pytest
 
-from mininet_topos import (
-    reproduce,
-    reproduce_bcast_sections,
-    reproduce_fit,
-    reproduce_plan,
-    reproduce_report,
-    reproduce_words,
-)
-from mininet_topos.reproduce_results import (
+from mininet_topos.experiments.reproduce import cells as reproduce_cells
+from mininet_topos.experiments.reproduce import df_scatter, nic_barrier, ragasa, tofu2
+from mininet_topos.experiments.reproduce import plan as reproduce_plan
+from mininet_topos.experiments.reproduce import report as reproduce_report
+from mininet_topos.experiments.reproduce import runner as reproduce
+from mininet_topos.experiments.reproduce import words as reproduce_words
+from mininet_topos.experiments.reproduce.results import (
     CellResult,
     IncompatibleResults,
     Measurement,
@@ -36,7 +34,7 @@ EXPERIMENTS = {"ragasa", "ib-mcast", "tofu2", "nic-barrier", "df-scatter"}
 # -- planning -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("profile", reproduce_plan.PROFILES)
+@pytest.mark.parametrize("profile", reproduce_cells.PROFILES)
 @pytest.mark.parametrize("hosts", [12, DF242_HOSTS])
 def test_every_experiment_has_cells_with_unique_keys(profile: str, hosts: int) -> None:
     cells = reproduce_plan.plan(profile, hosts)
@@ -60,7 +58,7 @@ def test_the_quick_profile_holds_each_papers_key_conditions() -> None:
     assert all(c.tests[0].mode == "all_roots" for c in cells if c.experiment == "ragasa")
     barrier = [c for c in cells if c.experiment == "nic-barrier"]
     assert [c.members for c in barrier] == [2, 8, 32, 72]
-    assert {t.algorithm for t in barrier[0].tests} == set(reproduce_plan.BARRIER)
+    assert {t.algorithm for t in barrier[0].tests} == set(nic_barrier.BARRIER)
     (persistent,) = [c for c in cells if c.experiment == "tofu2"]
     assert persistent.fresh_trees and persistent.tests[0].persistent  # init installs trees
     assert not persistent.tests[1].persistent and 16384 in persistent.tests[0].sizes
@@ -68,7 +66,7 @@ def test_the_quick_profile_holds_each_papers_key_conditions() -> None:
     assert {c.tests[0].algorithm for c in single} == {"innet", "binomial"}
     assert all(16384 in c.tests[0].sizes for c in single)
     scatter = {c.tests[0].algorithm for c in cells if c.key.startswith("df-scatter:scatter")}
-    assert scatter == set(reproduce_plan.SCATTER)
+    assert scatter == set(df_scatter.SCATTER)
 
 
 @pytest.mark.parametrize(("profile", "limit_min"), [("quick", 20), ("full", 120)])
@@ -77,9 +75,9 @@ def test_the_profiles_fit_their_time_on_df242_by_the_cost_model(
 ) -> None:
     cells = reproduce_plan.plan(profile, DF242_HOSTS)
     bring_up_and_report_s = 30
-    total = sum(reproduce_plan.estimate_seconds(c, DF242_HOSTS) for c in cells)
+    total = sum(reproduce_cells.estimate_seconds(c, DF242_HOSTS) for c in cells)
     assert total + bring_up_and_report_s < limit_min * 60
-    assert reproduce_plan.BUDGET_S[profile] <= limit_min * 60
+    assert reproduce_cells.BUDGET_S[profile] <= limit_min * 60
 
 
 def test_the_full_profile_leaves_out_whole_sizes_too_long_for_a_large_network() -> None:
@@ -89,11 +87,11 @@ def test_the_full_profile_leaves_out_whole_sizes_too_long_for_a_large_network() 
         by_size.setdefault(cell.tests[0].sizes[0], set()).add(cell.tests[0].algorithm)
     # every size kept runs every algorithm side by side, but van de Geijn's ranks^3 messages
     # leave it out alone where it would take too long
-    others = set(reproduce_plan.BCAST_ALL_ROOTS) - {reproduce_plan.SLOWEST_ALL_ROOTS}
+    others = set(ragasa.BCAST_ALL_ROOTS) - {ragasa.SLOWEST_ALL_ROOTS}
     assert all(algorithms >= others for algorithms in by_size.values())
     assert 16384 in by_size and 1048576 not in by_size
-    assert reproduce_plan.SLOWEST_ALL_ROOTS not in by_size[16384]
-    assert reproduce_plan.SLOWEST_ALL_ROOTS in by_size[1]
+    assert ragasa.SLOWEST_ALL_ROOTS not in by_size[16384]
+    assert ragasa.SLOWEST_ALL_ROOTS in by_size[1]
     left = reproduce_plan.left_out("full", DF242_HOSTS)
     assert "ragasa:innet/1048576" in left and "ragasa:scatter_allgather/16384" in left
     assert reproduce_plan.left_out("quick", DF242_HOSTS) == ["ragasa:scatter_allgather/16384"]
@@ -105,15 +103,15 @@ def test_the_full_profile_leaves_out_whole_sizes_too_long_for_a_large_network() 
 
 
 def test_barrier_sizes_run_from_two_to_every_host() -> None:
-    assert reproduce_plan.member_counts(72, full=False) == (2, 8, 32, 72)
-    full = reproduce_plan.member_counts(72, full=True)
+    assert nic_barrier.member_counts(72, full=False) == (2, 8, 32, 72)
+    full = nic_barrier.member_counts(72, full=True)
     assert full[0] == 2 and full[-1] == 72 and {3, 6, 12, 48} <= set(full)
-    assert reproduce_plan.member_counts(2, full=True) == (2,)
+    assert nic_barrier.member_counts(2, full=True) == (2,)
 
 
 def test_the_cost_model_grows_with_ranks_and_size() -> None:
     (cell,) = [c for c in reproduce_plan.plan("quick", 12) if c.key == "ragasa:innet/16384"]
-    assert reproduce_plan.estimate_seconds(cell, 72) > 20 * reproduce_plan.estimate_seconds(
+    assert reproduce_cells.estimate_seconds(cell, 72) > 20 * reproduce_cells.estimate_seconds(
         cell, 12
     )
 
@@ -298,7 +296,7 @@ def test_an_overlap_sweep_starts_with_no_computation() -> None:
     assert [p["fraction"] for p in m.overlap] == [0.0, 1.0]
     assert m.overlap[0]["completion_s"] == pytest.approx([0.2, 0.1])
     assert m.overlap[1]["completion_s"] == pytest.approx([0.25, 0.3])
-    assert reproduce_bcast_sections.overlap_fit(m.overlap) == 0.0  # 0.275 s is far above 0.15 s
+    assert tofu2.overlap_fit(m.overlap) == 0.0  # 0.275 s is far above 0.15 s
 
 
 # -- the barrier model --------------------------------------------------------------------------
@@ -306,13 +304,13 @@ def test_an_overlap_sweep_starts_with_no_computation() -> None:
 
 def test_the_fit_recovers_the_papers_model() -> None:
     fixed, trig = 7.44e-6, 3.5e-6  # Myrinet: 3.6 + 3.84 us fixed, 3.5 us per step
-    points = [(n, fixed + reproduce_fit.steps(n) * trig) for n in (2, 4, 8, 16, 72)]
-    model = reproduce_fit.fit(points)
+    points = [(n, fixed + nic_barrier.steps(n) * trig) for n in (2, 4, 8, 16, 72)]
+    model = nic_barrier.fit(points)
     assert model is not None
     assert model.fixed_s == pytest.approx(fixed) and model.trig_s == pytest.approx(trig)
     assert model.rms_s == pytest.approx(0.0, abs=1e-12)
     assert model.predict(1024) == pytest.approx(fixed + 9 * trig)
-    assert reproduce_fit.fit([(4, 1.0), (3, 1.1)]) is None  # one step count: no slope
+    assert nic_barrier.fit([(4, 1.0), (3, 1.1)]) is None  # one step count: no slope
 
 
 # -- the report from a saved results file ----------------------------------------------------
@@ -323,7 +321,7 @@ def every_experiment() -> Results:
     results.runs.append(
         Run(
             "2026-11-23T16:00:00Z",
-            "python -m mininet_topos.reproduce --topo df:2,2,1",
+            "python -m mininet_topos.experiments.reproduce --topo df:2,2,1",
             "abc",
             {"cores": 2, "bmv2": {"flavour": "speed", "binary": "bmv2"}, "p4c": "1.2.4.8"},
         )
@@ -373,7 +371,7 @@ def every_experiment() -> Results:
                 algorithm=a,
                 size=0,
                 mode="single",
-                completion_s=[base + step * reproduce_fit.steps(n)],
+                completion_s=[base + step * nic_barrier.steps(n)],
             )
             for a, base, step in (
                 ("innet", 1e-3, 1e-3),
@@ -466,7 +464,7 @@ def test_the_report_names_the_cells_that_failed_and_why(tmp_path: Path) -> None:
 
 
 def test_the_ack_merging_is_chosen_on_the_command_line() -> None:
-    from mininet_topos.reproduce import build_parser
+    from mininet_topos.experiments.reproduce.runner import build_parser
 
     assert build_parser().parse_args([]).ack_merge == "coroots"
     assert build_parser().parse_args(["--ack-merge", "switch"]).ack_merge == "switch"

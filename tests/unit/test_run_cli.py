@@ -13,8 +13,7 @@ import pytest
 pytest.importorskip("mininet.cli", reason="Mininet is not importable (make deps)")
 
 from controller import wire
-from mininet_topos import run
-from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
+from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions, run
 
 pytestmark = pytest.mark.unit
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -17,19 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos import stop
-from mininet_topos.runstate import (
+from mininet_topos.tooling import stop
+from mininet_topos.tooling.cleanup import Item, StopReport, stop_all
+from mininet_topos.tooling.registry import (
     PREFIX,
-    Item,
     RunRegistry,
     RunStateError,
-    StopReport,
     check_ifname,
-    list_runs,
-    load_run,
     proc_info,
-    stop_all,
 )
+from mininet_topos.tooling.runs import list_runs, load_run
 
 pytestmark = pytest.mark.unit
 
@@ -281,7 +278,7 @@ def test_sigterm_ignorer_gets_sigkill_after_timeout(state_dir: Path) -> None:
 CRASH_CHILD = r"""
 import os, signal, subprocess, sys
 from pathlib import Path
-from mininet_topos.runstate import RunRegistry
+from mininet_topos.tooling.registry import RunRegistry
 
 state_dir, veth_a, veth_b, netns = Path(sys.argv[1]), *sys.argv[2:5]
 reg = RunRegistry("nccrash", state_dir)

@@ -1,0 +1,91 @@
+"""The README's results table, rendered from ``make reproduce``'s results file: one row per paper,
+with our figure, the paper's, and the command that measures it again.
+
+    python -m mininet_topos.experiments.reproduce.summary             # print the table
+    python -m mininet_topos.experiments.reproduce.summary --write README.md
+
+The figures come from the same code as docs/results.md's summary (each paper's ``section``), so
+the README cannot say something the report does not; ``tests/unit/test_readme_results.py``
+checks that the README holds exactly what this renders from docs/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from mininet_topos.experiments.reproduce.plan import PAPERS
+from mininet_topos.experiments.reproduce.results import Results
+
+RESULTS = Path("docs/results.json")
+BEGIN = (
+    "<!-- results table: python -m mininet_topos.experiments.reproduce.summary --write README.md"
+    " -->"
+)
+END = "<!-- end of results table -->"
+
+
+def command(experiment: str) -> str:
+    return f"`make reproduce REPRODUCE_ARGS='--only {experiment}'`"
+
+
+def render(results: Results) -> str:
+    """The table and a line saying where its figures come from."""
+    env = results.runs[-1].environment if results.runs else {}
+    cores = int(env.get("cores", 2) or 2)
+    lines = [
+        "| paper | comparison | ours | the paper's | measured by |",
+        "|---|---|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory() as img_dir:  # the sections draw their plots: unused
+        for paper in PAPERS:
+            section = paper.section(results, Path(img_dir), cores)
+            what, theirs, ours, _ = section.summary
+            what = what or paper.CLAIM.title
+            lines.append(
+                f"| {paper.CLAIM.paper} | {what} | {ours} | {theirs} | "
+                f"{command(paper.EXPERIMENT)} |"
+            )
+    runs = results.runs
+    when = f"{runs[-1].started[:10]} at `{runs[-1].commit}`" if runs else "not run yet"
+    lines += [
+        "",
+        f"{results.topo}, {results.profile} profile, {len(results.cells)} cells ({when}); "
+        "every section with its spread, plots and where we differ: `docs/results.md`.",
+    ]
+    return "\n".join(lines)
+
+
+def block(results: Results) -> str:
+    return f"{BEGIN}\n{render(results)}\n{END}"
+
+
+def replace_block(text: str, new_block: str) -> str:
+    """``text`` with the block between the markers replaced (markers included)."""
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    return text[:start] + new_block + text[end:]
+
+
+def current_block(text: str) -> str:
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    return text[start:end]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--write", type=Path, help="replace the table in this file (README.md)")
+    args = parser.parse_args(argv)
+    results = Results.load(args.results)
+    if args.write is None:
+        print(render(results))
+        return 0
+    args.write.write_text(replace_block(args.write.read_text(), block(results)))
+    print(f"*** wrote the results table into {args.write}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""Host-side settings of a network's interfaces and ports: MTU, IPv6 off, whether a control port
+is free, and the agents' windows for the links' frame size."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+from host_agents.engine import EngineConfig
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def disable_ipv6(intf: str) -> None:
+    path = Path(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6")
+    if path.exists():
+        path.write_text("1")
+
+
+def windows_for(segment_size: int) -> dict[str, float | int]:
+    """EngineConfig windows that keep as many bytes in flight as the defaults do at 1500-byte
+    frames: BMv2 reads each port through a socket buffer that overflows under larger bursts
+    (transport/config.py), and at 9000-byte frames the default 32-segment multicast window is
+    six times the bytes (a 1 MiB broadcast on Df(2,4,2) stalled)."""
+    base = EngineConfig()
+    scale = min(1.0, base.segment_size / segment_size)
+    return {
+        "message_window": max(4, int(base.message_window * scale)),
+        "mcast_window": max(4, int(base.mcast_window * scale)),
+        "cwnd_initial": max(2.0, base.cwnd_initial * scale),
+        "cwnd_max": max(4.0, base.cwnd_max * scale),
+        # ACKs (and switch-merged checkpoints) at least twice per window, or the root stalls
+        "ack_every": max(2, int(base.ack_every * scale)),
+    }
+
+
+def set_mtu(intf: str, mtu: int) -> None:
+    subprocess.run(["ip", "link", "set", "dev", intf, "mtu", str(mtu)], check=True)

@@ -1,0 +1,48 @@
+"""The README's results table is what ``python -m mininet_topos.experiments.reproduce.summary``
+renders from docs/results.json, so a new results file cannot leave old figures on the front
+page, and every row names the command that measures it again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mininet_topos.experiments.reproduce import summary
+from mininet_topos.experiments.reproduce.plan import PAPERS
+from mininet_topos.experiments.reproduce.results import Results
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_readme_table_is_the_generated_one() -> None:
+    readme = (ROOT / "README.md").read_text()
+    expected = summary.block(Results.load(ROOT / "docs" / "results.json"))
+    assert summary.current_block(readme) == expected, (
+        "README.md's results table is stale: "
+        "python -m mininet_topos.experiments.reproduce.summary --write README.md"
+    )
+
+
+def test_every_row_names_its_command() -> None:
+    table = summary.render(Results.load(ROOT / "docs" / "results.json"))
+    rows = [line for line in table.splitlines() if line.startswith("| [")]
+    assert len(rows) == len(PAPERS)
+    for row, paper in zip(rows, PAPERS, strict=True):
+        assert f"--only {paper.EXPERIMENT}'" in row, row
+
+
+def test_the_table_follows_the_file(tmp_path: Path) -> None:
+    """Nothing is hard-coded: an empty results file renders no figures."""
+    empty = Results("df:2,2,1", "quick", 1)
+    text = summary.render(empty)
+    assert "not run yet" in text
+    assert "2.24x" not in text
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{summary.BEGIN}\nold\n{summary.END}\nafter\n")
+    empty.save(tmp_path / "results.json")
+    assert summary.main(["--results", str(tmp_path / "results.json"), "--write", str(readme)]) == 0
+    written = readme.read_text()
+    assert written == f"before\n{summary.block(empty)}\nafter\n"

@@ -30,6 +30,8 @@ class Row:
     global_link_bytes: int | None = None
     minimum_bytes: int | None = None  # the physical minimum for this collective, when known
     acks_at_root: float | None = None  # multicast ACK frames reaching the root per operation
+    # "network-bound" or "CPU-bound: ..." (mininet_topos/links/fidelity.py); None: not judged
+    fidelity: str | None = None
 
 
 def aggregate(reports: Iterable[dict[str, Any]]) -> list[Row]:
@@ -82,11 +84,14 @@ def format_table(rows: list[Row]) -> str:
         kind = " persistent" if persistent else ""
         out.append(f"# netcoll {collective}{kind}, algorithm {algorithm}, {block[0].ranks} ranks")
         extra = any(r.link_bytes is not None for r in block)
+        judged = any(r.fidelity is not None for r in block)
         header = "# " + " ".join(
             f"{title:>{width}}" for title, width in zip(COLUMNS, WIDTHS, strict=True)
         )
         if extra:
             header += f" {'LinkBytes':>12} {'GlobalBytes':>12} {'xMinimum':>9}"
+        if judged:
+            header += f" {'Bound':>8}"
         out.append(header)
         for row in sorted(block, key=lambda r: r.size):
             line = (
@@ -100,6 +105,9 @@ def format_table(rows: list[Row]) -> str:
                     else f"{'-':>9}"
                 )
                 line += f" {row.link_bytes or 0:>12} {row.global_link_bytes or 0:>12} {ratio}"
+            if judged:
+                bound = "-" if row.fidelity is None else row.fidelity.split("-")[0]
+                line += f" {bound:>8}"
             out.append(line)
         out.append("")
     return "\n".join(out)

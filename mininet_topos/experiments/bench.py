@@ -20,6 +20,7 @@ it, and every table, result file and the side-by-side summary name the setting.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import logging
@@ -34,7 +35,13 @@ from host_agents.collectives import COLLECTIVES
 from host_agents.report import Row, format_table, save
 from host_agents.workload import CollectiveTest, Workload
 from mininet_topos.experiments.bench_options import ack_merge_modes, engine_setting, parse_loss
-from mininet_topos.experiments.bench_report import emulator_load, plot, side_by_side, slug
+from mininet_topos.experiments.bench_report import (
+    emulator_load,
+    plot,
+    side_by_side,
+    slug,
+    speedup_table,
+)
 from mininet_topos.experiments.measure import (
     LinkMeter,
     columns_for,
@@ -42,6 +49,7 @@ from mininet_topos.experiments.measure import (
     minimum_bytes,
 )
 from mininet_topos.links.linkfaults import Impairment
+from mininet_topos.links.options import add_link_arguments, links_or_exit
 from mininet_topos.network import NetcollNetwork, NetworkOptions
 from mininet_topos.network.bmv2 import describe, timing_warning
 
@@ -97,6 +105,19 @@ def run_cell(
         net.topo, test.collective, members, test.root, test.sizes[0], net.segment_size
     )
     row.acks_at_root = result.stats_total("mcast_acks_at_root") / operations
+    verdict = run.verdict()
+    row.fidelity = verdict.verdict
+    links = verdict.links
+    busiest = (
+        f", busiest port {links.busiest_port} at {links.busiest_utilisation:.0%} of its rate"
+        if links is not None and links.busiest_port
+        else ""
+    )
+    print(
+        f"    fidelity: {verdict.short()}; processes {verdict.cpu_share:.0%} of "
+        f"{verdict.cores} cores{busiest}",
+        flush=True,
+    )
     return row
 
 
@@ -204,7 +225,10 @@ def loss_settings(given: list[Impairment] | None) -> list[Impairment] | None:
 
 
 def network_options(args: argparse.Namespace, losses: list[Impairment] | None) -> NetworkOptions:
+    links, dilation = links_or_exit(args)
     return NetworkOptions(
+        links=links,
+        dilation=dilation,
         spec=args.topo,
         build_dir=args.build_dir,
         log_dir=Path("logs/bench"),
@@ -251,9 +275,7 @@ def replication_modes(
     """Membership written by mini packets, replicated by subset groups or one filtered group."""
     out: dict[str, Any] = {}
     for mode in ("subset", "all_ports"):
-        net = NetcollNetwork(
-            NetworkOptions(**{**asdict(options), "replication": mode, "membership": "mp"})
-        )
+        net = NetcollNetwork(dataclasses.replace(options, replication=mode, membership="mp"))
         with net:
             members = tuple(h.node_id for h in net.topo.hosts)
             comm_id, install = net.create_comm(members)
@@ -301,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     net = NetcollNetwork(options)
     with net:
         print(f"*** {net.report}")
+        dilated = f", dilation {options.dilation:g}x" if options.dilation else ""
+        print(f"*** {net.link_plan.describe()}{dilated}")
         if losses:
             print("*** loss settings, each cell in turn: " + "; ".join(map(label_of, losses)))
         rows = compare_algorithms(
@@ -328,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         "iterations": args.iterations,
         "seed": args.seed,
         "links": "link emulator" if losses else "direct",
+        "link_model": {**options.links.as_dict(), "describe": options.links.describe()},
+        "dilation": options.dilation,
         "mtu": args.mtu,
         "persistent": persistent,
         "replication": replication,
@@ -338,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"# links: {label}")
         print(format_table(chosen))
+        if speedups := speedup_table(chosen):
+            print(speedups)
         setting = next((s for s in losses or [] if label_of(s) == label), None)
         suffix = f"-{slug(label)}" if setting is not None else ""
         extra = {"loss": asdict(setting) if setting else None, "loss_label": label}
@@ -365,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--topo", default="df:2,4,2")
+    add_link_arguments(parser)
     parser.add_argument("--out", type=Path, default=Path("results"))
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from host_agents.report import Row
+from mininet_topos.links.fidelity import NETWORK_BOUND
 
 BASELINES = {
     "bcast": "binomial",
@@ -129,3 +130,29 @@ def plot(rows: list[Row], out: Path, suffix: str = "") -> list[Path]:
 def slug(label: str) -> str:
     """A file-name part for a setting: 'loss 1%, duplicate 1%' -> 'loss1-duplicate1'."""
     return "-".join(part.replace(" ", "").replace("%", "") for part in label.split(", "))
+
+
+def speedup_table(rows: list[Row]) -> str:
+    """Each algorithm over its collective's baseline at each size, from one run: the ratio of
+    mean times (the fastest and slowest ranks' ratios beside it), stated only where both
+    cells were network-bound (links/fidelity.py)."""
+    cells = {(r.collective, r.algorithm, r.size): r for r in rows}
+    lines = [
+        "| collective | bytes | speedup | ratio (fastest-slowest rank) | fidelity |",
+        "|---|---:|---|---:|---|",
+    ]
+    for (collective, algorithm, size), row in cells.items():
+        base = cells.get((collective, BASELINES.get(collective, ""), size))
+        if base is None or base is row or not row.avg_us:
+            continue
+        what = f"{algorithm} over {base.algorithm}"
+        bound = [r.fidelity for r in (row, base)]
+        if all(b == NETWORK_BOUND for b in bound):
+            ends = sorted((base.min_us / row.min_us, base.max_us / row.max_us))
+            ratio = f"{base.avg_us / row.avg_us:.2f}x ({ends[0]:.2f}-{ends[1]:.2f})"
+            verdict = NETWORK_BOUND
+        else:
+            ratio = "not stated"
+            verdict = next(b or "not judged" for b in bound if b != NETWORK_BOUND)
+        lines.append(f"| {collective} | {size} | {what} | {ratio} | {verdict} |")
+    return "\n".join(lines) if len(lines) > 2 else ""

@@ -106,3 +106,14 @@ def dilation_factor(text: str, calibration: Path, profile: str) -> float:
     if factor < 1:
         raise LinkParameterError(f"--dilation {factor:g} must be at least 1")
     return factor
+
+
+def links_or_exit(
+    args: argparse.Namespace, default_profile: str | None = None
+) -> tuple[LinkModel, float | None]:
+    """:func:`link_model_from` for a command line: a bad option ends the command with its
+    reason and argparse's exit status, before anything is brought up."""
+    try:
+        return link_model_from(args, default_profile)
+    except LinkParameterError as exc:
+        raise SystemExit(f"error: {exc}") from None

@@ -24,6 +24,7 @@ from controller.switch_state import CapacityError
 from controller.topology import TopologyError
 from host_agents.report import format_table
 from host_agents.workload import CollectiveTest, Workload
+from mininet_topos.links.options import add_link_arguments, links_or_exit
 from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
 
 
@@ -75,10 +76,14 @@ def add_network_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="control-plane log on the console"
     )
+    add_link_arguments(parser)
 
 
 def options_from(args: argparse.Namespace) -> NetworkOptions:
+    links, dilation = links_or_exit(args)
     return NetworkOptions(
+        links=links,
+        dilation=dilation,
         spec=args.topo,
         build_dir=args.build_dir,
         run_dir=args.run_dir,

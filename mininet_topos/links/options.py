@@ -1,7 +1,7 @@
 """The link options every command that brings up a network takes, in Mininet's units:
 
     --rate MBIT --global-rate MBIT --delay 2ms --global-delay 2ms --queue PACKETS
-    --profile df-scatter --dilation N|auto [--calibration FILE]
+    --link-profile df-scatter --dilation N|auto [--calibration FILE]
 
 Either explicit rates and delays, or a paper's links dilated by a factor (``auto``: the factor
 ``make calibrate`` chose for this machine). Nothing given: unshaped links."""
@@ -15,7 +15,7 @@ from mininet_topos.links.dilation import PAPERS, Calibration
 from mininet_topos.links.shaping import DEFAULT_QUEUE, LinkModel
 from mininet_topos.links.units import LinkParameterError, parse_delay, parse_queue, parse_rate
 
-DEFAULT_CALIBRATION = Path("results/calibration.json")
+DEFAULT_CALIBRATION = Path("docs/calibration.json")  # this machine's; make calibrate rewrites it
 
 
 def add_link_arguments(parser: argparse.ArgumentParser, default_profile: str | None = None) -> None:
@@ -28,7 +28,8 @@ def add_link_arguments(parser: argparse.ArgumentParser, default_profile: str | N
     group.add_argument("--global-delay", default=None, help="global links (default --delay)")
     group.add_argument("--queue", default=None, help=f"packets per port (default {DEFAULT_QUEUE})")
     group.add_argument(
-        "--profile",
+        "--link-profile",
+        dest="link_profile",
         default=None,
         choices=[*PAPERS, "none"],
         help="a paper's links, dilated by --dilation (instead of --rate and --delay)"
@@ -57,14 +58,14 @@ def link_model_from(
         for name in ("rate", "global_rate", "delay", "global_delay")
         if getattr(args, name) is not None
     ]
-    profile = args.profile
+    profile = args.link_profile
     if profile is None and not explicit:
         profile = default_profile
     if profile == "none":
         profile = None
     if profile is not None and explicit:
         raise LinkParameterError(
-            f"--profile {profile} sets every rate and delay: leave out "
+            f"--link-profile {profile} sets every rate and delay: leave out "
             + ", ".join("--" + n.replace("_", "-") for n in explicit)
         )
     if profile is not None:

@@ -150,8 +150,26 @@ def cell(key: str, *measured: Measurement, **values: Any) -> CellResult:
             "busiest_s": {"bmv2": 1.0, "agents": 0.5},
             "processes": {"bmv2": 36, "agents": 72},
         },
+        "fidelity": NETWORK_BOUND_VERDICT,
     }
     return CellResult(**{**base, **values})
+
+
+NETWORK_BOUND_VERDICT: dict[str, Any] = {
+    "verdict": "network-bound",
+    "reasons": [],
+    "cpu_share": 0.3,
+    "busiest_process": "bmv2",
+    "busiest_process_cores": 0.2,
+    "cores": 2,
+    "links": {"busiest_port": "ncs0-eth1", "busiest_utilisation": 0.8},
+}
+CPU_BOUND_VERDICT: dict[str, Any] = {
+    **NETWORK_BOUND_VERDICT,
+    "verdict": "CPU-bound: timing not faithful",
+    "reasons": ["processes used 95% of 2 cores (limit 70%)"],
+    "cpu_share": 0.95,
+}
 
 
 def test_resume_measures_only_missing_and_failed_cells() -> None:
@@ -411,6 +429,21 @@ def test_the_report_has_every_paper_its_ratio_and_its_plot(tmp_path: Path) -> No
     assert "Where we differ" in text and "set the pace" in text
     assert len(written) == 6 and all(p.exists() and p.suffix == ".png" for p in written[1:])
     assert all(f"img/results-{e}.png" in text for e in sorted(EXPERIMENTS))
+
+
+def test_a_cpu_bound_cell_withholds_its_papers_ratio(tmp_path: Path) -> None:
+    results = every_experiment()
+    key = next(k for k in results.cells if k.startswith("ragasa:"))
+    results.cells[key].fidelity = CPU_BOUND_VERDICT
+    text = reproduce_report.write_report(
+        results, tmp_path / "results.md", tmp_path / "img", tmp_path / "r.json"
+    )[0].read_text()
+    ragasa = next(line for line in text.splitlines() if line.startswith("| [Ragasa]"))
+    assert "CPU-bound: not a result" in ragasa and ragasa.endswith("| - |")
+    assert "1.34x (ragasa)" not in ragasa
+    assert f"| `{key}` | CPU-bound: timing not faithful: processes used 95%" in text
+    # the other papers keep theirs
+    assert "LIN is 2.00x the fastest of TREE" in text
 
 
 def test_the_report_writes_without_measurements(tmp_path: Path) -> None:

@@ -146,15 +146,15 @@ def render(results: Results, keys: list[CellKey], target: int) -> str:
         "## Runs",
         "",
         "| run | started (UTC) | finished (UTC) | parts | operations | command | commit "
-        "| protocol | fault seed | machine |",
-        "|---:|---|---|---:|---:|---|---|---|---:|---|",
+        "| protocol | fault seed | machine | links |",
+        "|---:|---|---|---:|---:|---|---|---|---:|---|---|",
     ]
     for index, run in enumerate(results.runs):
         parts = sum(1 for c in results.cells for p in c.parts if p.run == index)
         lines.append(
             f"| {index + 1} | {_minute(run.started)} | {_minute(run.finished)} | {parts} "
             f"| {results.run_operations(index)} | `{run.command}` | {run.commit} "
-            f"| {run.protocol or '?'} | {run.fault_seed} | {run.machine} |"
+            f"| {run.protocol or '?'} | {run.fault_seed} | {run.machine} | {run.links} |"
         )
     notes = [
         f"* {c.setting}, {c.collective} {c.algorithm}, run {p.run + 1}: {p.note}"

@@ -82,6 +82,8 @@ class Run:
     # digest of the code that decides the protocol's behaviour (provenance.protocol): runs
     # of one digest measured the same protocol whatever else their commits changed
     protocol: str = ""
+    # the links the run's faults were applied on (links/shaping.py's describe())
+    links: str = "links unshaped"
 
 
 @dataclass

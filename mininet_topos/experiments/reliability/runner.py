@@ -37,6 +37,7 @@ from mininet_topos.experiments.reliability.results import (
     Run,
 )
 from mininet_topos.links.linkfaults import Impairment
+from mininet_topos.links.options import add_link_arguments, links_or_exit
 
 if TYPE_CHECKING:
     from mininet_topos.network import NetcollNetwork
@@ -277,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--log-dir", type=Path, default=Path("logs/reliability"))
+    add_link_arguments(parser)
     args = parser.parse_args(argv)
+    args.links, args.dilation = links_or_exit(args)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         results = open_results(args)
@@ -303,6 +306,12 @@ def open_results(args: argparse.Namespace) -> Results:
     if (args.resume or args.report_only) and args.results.exists():
         results = Results.load(args.results)
         results.check_compatible(args.topo, args.members, settings_record())
+        measured_on = {r.links for r in results.runs}
+        if args.resume and measured_on and measured_on != {args.links.describe()}:
+            raise IncompatibleResults(
+                f"{args.results} was measured on {', '.join(sorted(measured_on))}; this run "
+                f"has {args.links.describe()}: give another --results file for these links"
+            )
         for earlier in results.runs:  # files from before runs recorded it
             if not earlier.protocol and "+" not in earlier.commit:
                 earlier.protocol = protocol(earlier.commit)
@@ -346,6 +355,7 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
             machine=f"{platform.machine()}, {os.cpu_count() or 0} cores",
             budget_s=args.budget,
             protocol=protocol(),
+            links=args.links.describe(),
         )
     )
     warn_protocol_change(results)
@@ -373,6 +383,8 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
             log_dir=args.log_dir,
             emulate_links=True,
             fault_seed=fault_seed,
+            links=args.links,
+            dilation=args.dilation,
         )
     )
     budget = Budget(args.budget, time.monotonic())

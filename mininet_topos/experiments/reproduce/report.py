@@ -78,9 +78,13 @@ def render(
     for section in sections:
         claim = CLAIMS[section.experiment]
         what, theirs, ours, against = section.summary
+        if judged := cpu_bound_cells(results, section.experiment):
+            # a CPU-bound cell's time is the emulator's, not the network's: no result
+            ours, against = f"{ours} ({judged}: not a result)", "-"
         lines.append(f"| {claim.paper} | {what or claim.title} | {theirs} | {ours} | {against} |")
     lines += failed_cell_lines(results)
     lines += ["", "## Environment", "", *environment_lines(results), ""]
+    lines += ["## Fidelity", "", *fidelity_lines(results), ""]
     for section in sections:
         claim = CLAIMS[section.experiment]
         lines += [
@@ -96,6 +100,43 @@ def render(
         for path in section.figures:
             lines += [f"![{claim.title}]({_relative(path, report_dir)})", ""]
     return "\n".join(lines), [p for s in sections for p in s.figures]
+
+
+def cpu_bound_cells(results: Results, experiment: str) -> str:
+    """'' when every measured cell of ``experiment`` was network-bound, else how many were
+    not (CPU-bound, or on unshaped links, or never judged)."""
+    cells = [c for c in results.cells.values() if c.experiment == experiment and c.ok]
+    bad = [c for c in cells if not c.network_bound]
+    if not bad:
+        return ""
+    unjudged = sum(1 for c in bad if not c.fidelity)
+    what = "not judged" if unjudged == len(bad) else "CPU-bound"
+    return f"{len(bad)} of {len(cells)} cells {what}"
+
+
+def fidelity_lines(results: Results) -> list[str]:
+    """Each cell's verdict and the figures behind it (links/fidelity.py)."""
+    lines = [
+        "| cell | verdict | processes' share of the cores | busiest process | busiest port |",
+        "|---|---|---:|---|---|",
+    ]
+    for cell in results.cells.values():
+        f = cell.fidelity
+        if not f:
+            lines.append(f"| `{cell.key}` | not judged (measured before verdicts) | - | - | - |")
+            continue
+        links = f.get("links") or {}
+        port = (
+            f"{links['busiest_port']} {links['busiest_utilisation']:.0%} of its rate"
+            if links.get("busiest_port")
+            else "-"
+        )
+        verdict = f["verdict"] + (f": {'; '.join(f['reasons'])}" if f.get("reasons") else "")
+        lines.append(
+            f"| `{cell.key}` | {verdict} | {f['cpu_share']:.0%} of {f['cores']} | "
+            f"{f['busiest_process']} {f['busiest_process_cores']:.2f} core | {port} |"
+        )
+    return lines
 
 
 def environment_lines(results: Results) -> list[str]:
@@ -115,6 +156,11 @@ def environment_lines(results: Results) -> list[str]:
             f"({f'{load[0]:.1f}' if load else '?'}) | `{run.command}` |"
         )
     lines += ["", f"Topology {results.topo}; seed {results.seed}; profile {results.profile}."]
+    for index, run in enumerate(results.runs):
+        links = run.environment.get("links", {}).get("describe", "links unshaped")
+        dilation = run.environment.get("dilation")
+        factor = f", dilation {dilation:g}x" if dilation else ""
+        lines.append(f"Run {index + 1}: {links}{factor}.")
     return lines
 
 

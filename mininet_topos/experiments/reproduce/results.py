@@ -69,10 +69,16 @@ class CellResult:
     minimum_bytes: int | None = None
     minimum_global_bytes: int | None = None
     cpu: dict[str, Any] = field(default_factory=dict)  # measure.CpuUse as a dict
+    # links/fidelity.py's Verdict as a dict, over the agents' timed windows; empty: not judged
+    fidelity: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.errors and all(m.wrong == 0 for m in self.measurements)
+
+    @property
+    def network_bound(self) -> bool:
+        return self.fidelity.get("verdict") == "network-bound"
 
 
 @dataclass

@@ -36,6 +36,9 @@ from mininet_topos.experiments.reproduce.results import (
     Run,
     summarise,
 )
+from mininet_topos.links.dilation import DEFAULT_PROFILE
+from mininet_topos.links.options import add_link_arguments, links_or_exit
+from mininet_topos.links.shaping import LinkModel
 from mininet_topos.tooling.doctor import check_p4c
 from mininet_topos.tooling.machine import default_bmv2
 
@@ -46,9 +49,17 @@ if TYPE_CHECKING:
 DEFAULT_SEED = 20261121
 
 
-def environment(topo: str, seed: int, profile: str) -> dict[str, Any]:
+def environment(
+    topo: str,
+    seed: int,
+    profile: str,
+    links: LinkModel | None = None,
+    dilation: float | None = None,
+) -> dict[str, Any]:
     """What the report states about where the figures come from."""
     from mininet_topos.network.bmv2 import describe
+
+    links = links or LinkModel()
 
     p4c = check_p4c()
     return {
@@ -61,6 +72,8 @@ def environment(topo: str, seed: int, profile: str) -> dict[str, Any]:
         "mtu": wire.JUMBO_MTU,  # the networks' default (NetworkOptions.mtu), which reproduce keeps
         "machine": platform.machine(),
         "load_average": list(os.getloadavg()),
+        "links": {**links.as_dict(), "describe": links.describe()},
+        "dilation": dilation,
     }
 
 
@@ -95,9 +108,7 @@ def run_cell(
         workload = Workload(comm_id, members, list(spec.tests), seed=seed, options=options)
         metered = metered_launch(net, meter, workload, columns_for(spec.tests[0].collective))
     result = metered.result
-    windows = [
-        e["window"] for r in result.reports.values() for e in r.get("tests", []) if "window" in e
-    ]
+    windows = result.windows()
     # the agents' tests alone (their start-up and rendezvous left out), else the whole launch
     cpu = (
         metered.cpu_between(min(w[0] for w in windows), max(w[1] for w in windows))
@@ -123,6 +134,7 @@ def run_cell(
             "launch_wall_s": metered.cpu.wall_s,
             "launch_total_s": metered.cpu.total_s,
         },
+        fidelity=metered.verdict().as_dict(),
     )
     if spec.metered:
         test = spec.tests[0]
@@ -220,7 +232,8 @@ def run(
     from mininet_topos.network import BringUpError, NetcollNetwork, NetworkOptions
     from mininet_topos.network.bmv2 import timing_warning
 
-    env = environment(args.topo, args.seed, args.profile)
+    links, dilation = links_or_exit(args, DEFAULT_PROFILE)
+    env = environment(args.topo, args.seed, args.profile, links, dilation)
     print(f"*** BMv2: {env['bmv2']['binary']} ({env['bmv2']['flavour']} build); p4c {env['p4c']}")
     if (warning := timing_warning(env["bmv2"])) is not None:
         print(f"*** {warning}")
@@ -229,10 +242,18 @@ def run(
     results.runs.append(Run(now(), command, commit(), env))
     started = time.monotonic()
     failed = 0
-    options = NetworkOptions(spec=args.topo, build_dir=args.build_dir, log_dir=args.log_dir)
+    options = NetworkOptions(
+        spec=args.topo,
+        build_dir=args.build_dir,
+        log_dir=args.log_dir,
+        links=links,
+        dilation=dilation,
+    )
     try:
         with NetcollNetwork(options) as net:
             print(f"*** {net.report}")
+            dilated = f", dilation {dilation:g}x" if dilation else ""
+            print(f"*** {net.link_plan.describe()}{dilated}")
             meter = LinkMeter(net)
             hosts = net.topo.num_hosts
             for done, spec in enumerate(pending):
@@ -273,6 +294,10 @@ def cell_line(cell: CellResult) -> str:
     text = "; ".join(parts) + f" ({cell.seconds:.0f} s)"
     if cell.link_bytes is not None:
         text += f", {cell.link_bytes} link bytes per operation"
+    if cell.fidelity:
+        bound = cell.fidelity["verdict"]
+        reasons = "; ".join(cell.fidelity.get("reasons", []))
+        text += f"; {bound}" + (f" ({reasons})" if reasons else "")
     if not cell.ok:
         text += f"; FAILED: {(cell.errors or ['wrong data'])[0][:160]}"
     return text
@@ -341,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--log-dir", type=Path, default=Path("logs/reproduce"))
+    add_link_arguments(parser, default_profile=DEFAULT_PROFILE)
     return parser
 
 

@@ -65,6 +65,8 @@ class Launcher:
         python: str = sys.executable,
         log_level: str = "WARNING",
         engine_defaults: dict[str, Any] | None = None,
+        comm_defaults: dict[str, Any] | None = None,
+        time_scale: float = 1.0,
     ) -> None:
         self.spawn = spawn
         self.topology_file = topology_file
@@ -76,10 +78,16 @@ class Launcher:
         # EngineConfig values the network dictates (the compiled program's aggregation sizes);
         # a workload's own engine settings win
         self.engine_defaults = dict(engine_defaults or {})
+        # CommOptions the network dictates (its timers, on slow links); the workload's win
+        self.comm_defaults = dict(comm_defaults or {})
+        # how much slower than unshaped links the network is: launches may take that longer
+        self.time_scale = time_scale
         self.runs = 0
 
     def launch(self, workload: Workload, timeout: float = 600.0) -> LaunchResult:
-        """Run ``workload`` on every member; bounded by ``timeout`` seconds."""
+        """Run ``workload`` on every member; bounded by ``timeout`` seconds (stretched by the
+        network's time scale)."""
+        timeout *= self.time_scale
         self.runs += 1
         run = self.run_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{self.runs}"
         shutil.rmtree(run, ignore_errors=True)
@@ -87,6 +95,7 @@ class Launcher:
         (run / "logs").mkdir()
         workload.rendezvous = f"{run.name}-{time.time_ns()}"
         workload.engine = {**self.engine_defaults, **workload.engine}
+        workload.options = {**self.comm_defaults, **workload.options}
         workload.save(run / "workload.json")
         started = time.perf_counter()
         procs: dict[int, subprocess.Popen[bytes]] = {}

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller import wire
+from host_agents.transport.stamps import STAMP_UNIT
 
 
 class EngineError(Exception):
@@ -48,6 +49,9 @@ class EngineConfig:
     # seconds: capped at rto_max, every such multicast was resent down the whole tree. Below
     # the stamps' 6.5 s span, so a sample is never ambiguous
     merged_rto_max: float = 6.0
+    # seconds per tick of a root's send stamps: stretched with every other timer on slow
+    # links, so the stamps' span (65,536 ticks) stays past merged_rto_max
+    stamp_unit: float = STAMP_UNIT
     ack_every: int = 16
     ack_delay: float = 0.002
     nack_delay: float = 0.005

@@ -38,7 +38,11 @@ def send_mcast_segment(
         seg_count=seg_count,
         msg_len=source.size,
         # the root's send time, for receivers to echo (host_agents.transport.stamps)
-        stamp=send_stamp(endpoint.loop.time()) if endpoint.node == key.root else NO_STAMP,
+        stamp=(
+            send_stamp(endpoint.loop.time(), endpoint.cfg.stamp_unit)
+            if endpoint.node == key.root
+            else NO_STAMP
+        ),
     )
     dst_mac = BROADCAST_MAC if repair_to is None else endpoint.directory.mac(repair_to)
     endpoint.send_frame(dst_mac, hdr, source.view[start:end])

@@ -305,7 +305,7 @@ class MulticastRoots:
         """The round trip an ACK that advanced ``root`` measures: from the echoed stamp of
         the copy that prompted it, whichever transmission that was; without an echo, from the
         newest acknowledged segment's transmission if it went out only once (Karn's rule)."""
-        echoed = echoed_round_trip(now, echo, root.created)
+        echoed = echoed_round_trip(now, echo, root.created, self.cfg.stamp_unit)
         if echoed is not None:
             return echoed
         newest = root.slowest - 1

@@ -18,13 +18,14 @@ STAMP_SPAN = 0x10000 * STAMP_UNIT
 NO_STAMP = 0  # not stamped (frames from anyone but the root), or nothing to echo
 
 
-def _ticks(now: float) -> int:
-    return int(now / STAMP_UNIT) & 0xFFFF
+def _ticks(now: float, unit: float) -> int:
+    return int(now / unit) & 0xFFFF
 
 
-def send_stamp(now: float) -> int:
-    """The stamp of a frame sent at loop time ``now`` (never :data:`NO_STAMP`)."""
-    return _ticks(now) or 1
+def send_stamp(now: float, unit: float = STAMP_UNIT) -> int:
+    """The stamp of a frame sent at loop time ``now`` (never :data:`NO_STAMP`), in ticks of
+    ``unit`` seconds (the root's choice: receivers only echo it)."""
+    return _ticks(now, unit) or 1
 
 
 def echo_of(data: wire.Header) -> int:
@@ -33,11 +34,13 @@ def echo_of(data: wire.Header) -> int:
     return data.stamp if data.src_node == data.root_node else NO_STAMP
 
 
-def echoed_round_trip(now: float, echo: int, since: float) -> float | None:
+def echoed_round_trip(
+    now: float, echo: int, since: float, unit: float = STAMP_UNIT
+) -> float | None:
     """The round trip an ACK echoing ``echo`` measures, for a multicast begun at ``since``;
     None when there is no echo, or it cannot be one of that multicast's stamps (older than
     the multicast, or the multicast older than the stamps' span, where they wrap)."""
-    if echo == NO_STAMP or now - since >= STAMP_SPAN:
+    if echo == NO_STAMP or now - since >= 0x10000 * unit:
         return None
-    age = ((_ticks(now) - echo) & 0xFFFF) * STAMP_UNIT
-    return age if age <= now - since + STAMP_UNIT else None
+    age = ((_ticks(now, unit) - echo) & 0xFFFF) * unit
+    return age if age <= now - since + unit else None

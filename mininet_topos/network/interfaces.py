@@ -7,7 +7,30 @@ import socket
 import subprocess
 from pathlib import Path
 
+from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig
+
+# the engine's and the communicator's timers, all in seconds: stretched together on slow links
+ENGINE_TIMERS = (
+    "rto_initial",
+    "rto_min",
+    "rto_max",
+    "merged_rto_max",
+    "ack_delay",
+    "nack_delay",
+    "tail_delay",
+    "repair_quiet_min",
+    "coroot_probe_delay",
+    "peer_timeout",
+    "resend_ask_delay",
+    "barrier_rto",
+    "barrier_rto_max",
+    "reduce_rto_max",
+    "early_idle_timeout",
+    "comm_linger",
+    "stamp_unit",  # so the root's send stamps span its longer round trips (transport/stamps.py)
+)
+COMM_TIMERS = ("progress_timeout", "first_data_timeout", "op_timeout")
 
 
 def port_free(port: int) -> bool:
@@ -41,6 +64,18 @@ def windows_for(segment_size: int) -> dict[str, float | int]:
         # ACKs (and switch-merged checkpoints) at least twice per window, or the root stalls
         "ack_every": max(2, int(base.ack_every * scale)),
     }
+
+
+def timers_for(scale: float) -> tuple[dict[str, float], dict[str, float]]:
+    """The engine's and the communicator's timers stretched by ``scale`` (links/timing.py);
+    nothing for the unshaped default."""
+    if scale <= 1.0:
+        return {}, {}
+    engine, comm = EngineConfig(), CommOptions()
+    return (
+        {name: getattr(engine, name) * scale for name in ENGINE_TIMERS},
+        {name: getattr(comm, name) * scale for name in COMM_TIMERS},
+    )
 
 
 def set_mtu(intf: str, mtu: int) -> None:

@@ -44,9 +44,16 @@ from host_agents.port import RawSocketPort
 from mininet_topos.links.bringup import LinkPlan
 from mininet_topos.links.linkemu import EmulatorClient, Impairment
 from mininet_topos.links.shaping import LinkModel
+from mininet_topos.links.timing import time_scale
 from mininet_topos.network.bmv2 import Bmv2Options
 from mininet_topos.network.bringup import BringUp, LoopThread, exit_on_sigterm
-from mininet_topos.network.interfaces import disable_ipv6, port_free, set_mtu, windows_for
+from mininet_topos.network.interfaces import (
+    disable_ipv6,
+    port_free,
+    set_mtu,
+    timers_for,
+    windows_for,
+)
 from mininet_topos.network.nodes import Bmv2Switch, RecordedHost, RecordedLink
 from mininet_topos.network.topos import NetcollTopo
 from mininet_topos.tooling.cleanup import stop_run
@@ -403,6 +410,8 @@ class NetcollNetwork:
             run_dir=workloads,
             interfaces={h.node_id: f"{h.name}-eth0" for h in self.topo.hosts},
             engine_defaults=self._engine_defaults(),
+            comm_defaults=timers_for(self.time_scale)[1],
+            time_scale=self.time_scale,
         )
 
     def _engine_defaults(self) -> dict[str, Any]:
@@ -415,7 +424,13 @@ class NetcollNetwork:
             "agg_window": sizes.agg_window,
             "segment_size": self.segment_size,
             **windows_for(self.segment_size),
+            **timers_for(self.time_scale)[0],
         }
+
+    @property
+    def time_scale(self) -> float:
+        """How much slower per hop the links are than the agents' timers assume."""
+        return time_scale(self.options.links, self.options.mtu)
 
     @property
     def segment_size(self) -> int:

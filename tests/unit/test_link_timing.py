@@ -1,0 +1,49 @@
+"""On slow links the agents' timers stretch with the frame time, so a timer means the same
+number of frame times on any link; unshaped links keep the defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from host_agents.comm import CommOptions
+from host_agents.engine import EngineConfig
+from host_agents.transport.stamps import echoed_round_trip, send_stamp
+from mininet_topos.links.shaping import LinkModel
+from mininet_topos.links.timing import time_scale
+from mininet_topos.network.interfaces import ENGINE_TIMERS, timers_for
+
+pytestmark = pytest.mark.unit
+
+
+def test_unshaped_links_keep_every_default() -> None:
+    assert time_scale(LinkModel(), 9000) == 1.0
+    assert timers_for(1.0) == ({}, {})
+
+
+def test_the_scale_is_the_slowest_links_frame_time_or_its_delay_in_milliseconds() -> None:
+    # a 9014-byte frame at 10 Mb/s takes 7.2 ms; global links at 2 Mb/s, 36 ms
+    assert time_scale(LinkModel(rate=10), 9000) == pytest.approx(7.2112)
+    assert time_scale(LinkModel(rate=10, global_rate=2), 9000) == pytest.approx(36.056)
+    assert time_scale(LinkModel(rate=1000, delay=0.02), 9000) == pytest.approx(20.0)
+    # fast links with tiny frames never shrink the timers below the defaults
+    assert time_scale(LinkModel(rate=10_000), 1500) == 1.0
+
+
+def test_every_timer_stretches_by_the_scale_and_nothing_else_changes() -> None:
+    engine, comm = timers_for(10.0)
+    defaults = EngineConfig()
+    assert set(engine) == set(ENGINE_TIMERS)
+    assert engine["tail_delay"] == pytest.approx(defaults.tail_delay * 10)
+    assert engine["rto_initial"] == pytest.approx(defaults.rto_initial * 10)
+    assert comm["progress_timeout"] == pytest.approx(CommOptions().progress_timeout * 10)
+    EngineConfig(**engine)  # every name is a real field
+    CommOptions(**comm)
+
+
+def test_stretched_stamps_measure_round_trips_past_the_default_span() -> None:
+    unit = 1e-4 * 36  # a 2 Mb/s network's stamp tick
+    sent = 100.0
+    stamp = send_stamp(sent, unit)
+    # a 20 s round trip: beyond the default 6.5 s span, within the stretched one (236 s)
+    assert echoed_round_trip(sent + 20.0, stamp, sent, unit) == pytest.approx(20.0, abs=unit)
+    assert echoed_round_trip(sent + 20.0, send_stamp(sent), sent) is None

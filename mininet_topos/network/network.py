@@ -21,11 +21,10 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Coroutine, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,8 +40,9 @@ from controller.runtime import ControlPlane
 from controller.service import CommService
 from host_agents.launcher import Launcher
 from host_agents.port import RawSocketPort
+from mininet_topos.links import emulator_process
 from mininet_topos.links.bringup import LinkPlan
-from mininet_topos.links.linkemu import EmulatorClient, Impairment
+from mininet_topos.links.linkfaults import Impairment
 from mininet_topos.links.shaping import LinkModel
 from mininet_topos.links.timing import time_scale
 from mininet_topos.network.bmv2 import Bmv2Options
@@ -236,63 +236,28 @@ class NetcollNetwork:
     def _start_emulator(self) -> None:
         """The seeded link emulator between the two ends of every emulated link."""
         assert self.registry is not None
-        config = self.options.run_dir / "links.json"
-        faults = asdict(self.options.faults) if self.options.faults else None
-        config.write_text(
-            json.dumps(
-                {
-                    "seed": self.options.fault_seed,
-                    "faults": faults,
-                    "links": [asdict(s) for s in self.emulated],
-                }
+        opts = self.options
+        try:
+            self.emulator = emulator_process.start_emulator(
+                opts.run_dir,
+                self.emulator_socket,
+                self.emulated,
+                opts.fault_seed,
+                opts.faults,
+                self.registry,
             )
-        )
-        log = (self.options.run_dir / "linkemu.log").open("wb")
-        argv = [
-            sys.executable,
-            "-m",
-            "mininet_topos.links.linkemu",
-            "--config",
-            str(config),
-            "--control",
-            str(self.emulator_socket),
-        ]
-        self.emulator = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(Path.cwd())
-        )
-        log.close()
-        self.registry.record_process(self.emulator.pid, "link emulator")
-        deadline = time.monotonic() + 20
-        while not self.emulator_socket.exists():
-            if self.emulator.poll() is not None or time.monotonic() > deadline:
-                tail = (self.options.run_dir / "linkemu.log").read_text()[-300:]
-                raise BringUpError(f"the link emulator did not start: {tail}")
-            time.sleep(0.05)
+        except emulator_process.EmulatorStartError as exc:
+            raise BringUpError(str(exc)) from None
 
     def set_faults(self, impairment: Impairment, links: list[str] | None = None) -> int:
         """Impair every emulated link, or only ``links`` (names as in ``self.emulated``);
         a delayed link keeps its propagation delay under any setting."""
-        chosen = [s for s in self.emulated if links is None or s.name in links]
-        by_kind: dict[str, list[str]] = {}
-        for spec in chosen:
-            by_kind.setdefault(spec.kind, []).append(spec.name)
-        client = EmulatorClient(self.emulator_socket)
-        count = 0
-        try:
-            for kind, names in by_kind.items():
-                setting = self.link_plan.with_base_delay(impairment, kind)
-                reply = client.call(op="set", faults=asdict(setting), links=names)
-                count += int(reply["links"])
-        finally:
-            client.close()
-        return count
+        return emulator_process.set_faults(
+            self.emulator_socket, self.emulated, self.link_plan, impairment, links
+        )
 
     def fault_stats(self) -> dict[str, Any]:
-        client = EmulatorClient(self.emulator_socket)
-        try:
-            return client.call(op="stats")
-        finally:
-            client.close()
+        return emulator_process.stats(self.emulator_socket)
 
     def restart_switch(self, index: int, timeout: float = 60.0) -> float:
         """Kill a switch's BMv2 process and start a fresh one on the same ports; returns the

@@ -37,6 +37,20 @@ class LinkPlan:
         }
         return shape(mininet, topo, self.links, mtu, run_dir, self.netem)
 
+    def reshape(
+        self, links: LinkModel, mininet: Any, topo: model.Topology, mtu: int, run_dir: Path
+    ) -> None:
+        """New rates or queues on a running network (the delays stay where they are put)."""
+        if (links.delay_of("local"), links.delay_of("global")) != (
+            self.links.delay_of("local"),
+            self.links.delay_of("global"),
+        ):
+            raise ValueError("a running network's delays cannot change: bring it up again")
+        if not links.shaped:
+            raise ValueError("a shaped network cannot be made unshaped: bring it up again")
+        self.links = links
+        self.apply(mininet, topo, mtu, run_dir)
+
     def with_base_delay(self, impairment: Impairment, kind: str) -> Impairment:
         """A fault setting on an emulated link of ``kind``, its propagation delay kept."""
         if not self.relay_delays:

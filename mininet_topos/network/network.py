@@ -14,6 +14,7 @@ responsive; :meth:`NetcollNetwork.call` runs a coroutine there and waits, bounde
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -255,6 +256,14 @@ class NetcollNetwork:
         return emulator_process.set_faults(
             self.emulator_socket, self.emulated, self.link_plan, impairment, links
         )
+
+    def reshape(self, links: LinkModel) -> None:
+        """New link rates or queues while the network runs (agents launched after it get
+        timers for them)."""
+        self.link_plan.reshape(
+            links, self.mininet, self.topo, self.options.mtu, self.options.run_dir
+        )
+        self.options = dataclasses.replace(self.options, links=links)
 
     def fault_stats(self) -> dict[str, Any]:
         return emulator_process.stats(self.emulator_socket)

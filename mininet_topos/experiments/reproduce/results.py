@@ -98,6 +98,8 @@ class Results:
     runs: list[Run] = field(default_factory=list)
     cells: dict[str, CellResult] = field(default_factory=dict)
     format: int = FORMAT
+    # halving the rate doubles a bandwidth-bound time (experiments/reproduce/rate_check.py)
+    rate_check: dict[str, Any] = field(default_factory=dict)
 
     def check_compatible(self, topo: str, profile: str) -> None:
         if (self.topo, self.profile) != (topo, profile):
@@ -128,6 +130,7 @@ class Results:
             seed=int(data["seed"]),
             runs=[Run(**_known(Run, r)) for r in data["runs"]],
             cells=cells,
+            rate_check=data.get("rate_check", {}),
         )
 
     def save(self, path: Path) -> None:

@@ -26,6 +26,7 @@ from controller import topology as model
 from controller import wire
 from host_agents.comm import ACK_MERGE_MODES
 from mininet_topos.experiments.provenance import commit, now
+from mininet_topos.experiments.reproduce import rate_check
 from mininet_topos.experiments.reproduce.cells import BUDGET_S, PROFILES, CellSpec, estimate_seconds
 from mininet_topos.experiments.reproduce.plan import CLAIMS, left_out, left_out_cells, plan
 from mininet_topos.experiments.reproduce.report import write_report
@@ -273,6 +274,12 @@ def run(
                 print(f"    {cell_line(cell)}", flush=True)
             else:
                 print(progress(len(pending), len(pending), time.monotonic() - started, "done"))
+            if args.rate_check and not results.rate_check.get("ok"):
+                print("*** rate check: one bandwidth-bound cell at the rate and at half of it")
+                results.rate_check = rate_check.check(
+                    net, lambda spec: run_cell(net, meter, spec, args.seed, index, args.ack_merge)
+                )
+                print(f"    {rate_check.line(results.rate_check)}", flush=True)
     except BringUpError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -367,6 +374,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--log-dir", type=Path, default=Path("logs/reproduce"))
     add_link_arguments(parser, default_profile=DEFAULT_PROFILE)
+    parser.add_argument(
+        "--no-rate-check",
+        dest="rate_check",
+        action="store_false",
+        help="leave out the check that half the rate doubles a bandwidth-bound time",
+    )
     return parser
 
 

@@ -48,7 +48,7 @@ define run_pytest
 endef
 
 .PHONY: help deps doctor build build-tna run smoke launch test test-e2e test-e2e-subset test-reliability \
-        reliability bench reproduce simulate lint \
+        reliability bench reproduce calibrate simulate lint \
         format stop clean need-venv need-bmv2 need-p4c
 
 help:
@@ -68,6 +68,7 @@ help:
 	@echo "  make test-reliability  the CI-sized fault and fuzzing tier (minutes)"
 	@echo "  make reliability  the full fault matrix on Df(2,4,2); writes docs/reliability.md"
 	@echo "  make bench        side-by-side timings; writes $(RESULTS_DIR)/"
+	@echo "  make calibrate    choose this machine's dilation of the papers' links; writes docs/calibration.json"
 	@echo "  make reproduce    each paper's experiment on Df(2,4,2); writes docs/results.md"
 	@echo "                   (REPRODUCE_ARGS='--profile full', '--resume', BMV2=speed build)"
 	@echo "  make simulate     the same collectives on an ns-3 dragonfly (SIM_TOPO, SIM_ARGS); writes $(RESULTS_DIR)/"
@@ -169,6 +170,12 @@ bench: need-venv need-bmv2 build
 # docs/results.md, plots docs/img/results-*.png. REPRODUCE_ARGS=--resume continues the file.
 reproduce: need-venv need-bmv2 build
 	$(PY) -m mininet_topos.experiments.reproduce $(REPRODUCE_ARGS)
+
+# The dilation factor of the papers' links for this machine (--dilation auto reads it): pilot
+# cells on the dilated links until the heaviest offers at most 40% of the cores.
+CALIBRATE_ARGS ?=
+calibrate: need-venv need-bmv2 build
+	$(PY) -m mininet_topos.experiments.calibrate $(CALIBRATE_ARGS)
 
 # The collectives on ns-3 instead of BMv2 (no root, no BMv2): make simulate SIM_TOPO=df:6,12,6
 # SIM_ARGS='--run scatter:tree,lin:1024'. docs/scale.md.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mininet_topos.experiments.reproduce import rate_check
+from mininet_topos.experiments.reproduce import ns3_side, rate_check
 from mininet_topos.experiments.reproduce.plan import CLAIMS, PAPERS
 from mininet_topos.experiments.reproduce.results import Results
 
@@ -85,6 +85,7 @@ def render(
         lines.append(f"| {claim.paper} | {what or claim.title} | {theirs} | {ours} | {against} |")
     lines += failed_cell_lines(results)
     lines += ["", "## Environment", "", *environment_lines(results), ""]
+    lines += ["## BMv2 beside ns-3", "", *ns3_side.table(results), ""]
     lines += ["## Fidelity", "", rate_check.line(results.rate_check), ""]
     lines += [*fidelity_lines(results), ""]
     for section in sections:

@@ -100,6 +100,8 @@ class Results:
     format: int = FORMAT
     # halving the rate doubles a bandwidth-bound time (experiments/reproduce/rate_check.py)
     rate_check: dict[str, Any] = field(default_factory=dict)
+    # the one-root comparisons on ns-3 with the same links (experiments/reproduce/ns3_side.py)
+    ns3: dict[str, Any] = field(default_factory=dict)
 
     def check_compatible(self, topo: str, profile: str) -> None:
         if (self.topo, self.profile) != (topo, profile):
@@ -131,6 +133,7 @@ class Results:
             runs=[Run(**_known(Run, r)) for r in data["runs"]],
             cells=cells,
             rate_check=data.get("rate_check", {}),
+            ns3=data.get("ns3", {}),
         )
 
     def save(self, path: Path) -> None:

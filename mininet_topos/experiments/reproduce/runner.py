@@ -26,7 +26,7 @@ from controller import topology as model
 from controller import wire
 from host_agents.comm import ACK_MERGE_MODES
 from mininet_topos.experiments.provenance import commit, now
-from mininet_topos.experiments.reproduce import rate_check
+from mininet_topos.experiments.reproduce import ns3_side, rate_check
 from mininet_topos.experiments.reproduce.cells import BUDGET_S, PROFILES, CellSpec, estimate_seconds
 from mininet_topos.experiments.reproduce.plan import CLAIMS, left_out, left_out_cells, plan
 from mininet_topos.experiments.reproduce.report import write_report
@@ -189,7 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         written = write_report(results, args.report, args.img_dir, args.results)
         print(f"*** wrote {args.results}, {args.report} and {len(written) - 1} plots", flush=True)
 
-    if args.report_only:
+    if args.ns3:
+        links, _ = links_or_exit(args, DEFAULT_PROFILE)
+        print(f"*** ns-3: the one-root comparisons on {args.topo}, {links.describe()}", flush=True)
+        results.ns3 = ns3_side.simulate(args.topo, links.as_dict(), wire.JUMBO_MTU)
+        save()
+    if args.report_only or args.ns3:
         save()
         return 0
     topo = model.parse_spec(args.topo)
@@ -313,7 +318,7 @@ def cell_line(cell: CellResult) -> str:
 def open_results(args: argparse.Namespace) -> Results:
     """The existing file with --resume or --report-only (checked to be the same topology and
     profile); otherwise a new one, the old file kept as .previous.json."""
-    if (args.resume or args.report_only) and args.results.exists():
+    if (args.resume or args.report_only or args.ns3) and args.results.exists():
         results = Results.load(args.results)
         if not args.report_only:
             results.check_compatible(args.topo, args.profile)
@@ -374,6 +379,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--log-dir", type=Path, default=Path("logs/reproduce"))
     add_link_arguments(parser, default_profile=DEFAULT_PROFILE)
+    parser.add_argument(
+        "--ns3",
+        action="store_true",
+        help="simulate the one-root comparisons on ns-3 with the same links, into the results "
+        "file (no BMv2 run)",
+    )
     parser.add_argument(
         "--no-rate-check",
         dest="rate_check",

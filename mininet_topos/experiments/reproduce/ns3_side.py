@@ -1,0 +1,136 @@
+"""The same comparisons on ns-3, with the same link parameters, beside BMv2's.
+
+For each comparison the reproduction makes with one root at a time (ns-3 runs the agents'
+algorithms one operation at a time, so every-rank-at-once [Ragasa] and the persistent
+broadcast [Tofu2] have no counterpart there), ns-3 simulates the offload and its baselines on
+the same topology with the run's rates, delays and queue, and the report sets its ratio
+beside BMv2's and the paper's. Where the two disagree by more than a quarter, the report says
+so and why it may be (ns-3's hosts cost nothing per frame; BMv2's agents do).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from mininet_topos.experiments.reproduce.results import Results
+
+AGREEMENT = 0.25
+
+
+@dataclass(frozen=True)
+class Comparison:
+    key: str
+    experiment: str
+    collective: str
+    offload: str
+    baselines: tuple[str, ...]  # the fastest of them is the one compared with
+    size: int
+    paper: float | None  # the paper's speedup, where it states one
+
+    @property
+    def title(self) -> str:
+        return (
+            f"{self.collective} {self.size} B: {self.offload} over the fastest of "
+            f"{', '.join(self.baselines)}"
+        )
+
+
+COMPARISONS = (
+    Comparison("latency", "ib-mcast", "bcast", "innet", ("binomial",), 1, 1 / (1 - 0.58)),
+    Comparison("throughput", "ib-mcast", "bcast", "innet", ("binomial",), 262144, 2.12),
+    Comparison(
+        "barrier",
+        "nic-barrier",
+        "barrier",
+        "innet",
+        ("dissemination", "pairwise", "gather_bcast"),
+        0,
+        3.38,
+    ),
+    Comparison("scatter", "df-scatter", "scatter", "lin", ("tree", "glf", "llf"), 1024, 2.0),
+)
+
+
+def bmv2_ratio(results: Results, c: Comparison) -> float | None:
+    """The fastest baseline's median over the offload's, from the experiment's cells on the
+    most ranks (every host: the ns-3 run's communicator)."""
+    cells = [x for x in results.cells.values() if x.experiment == c.experiment and x.ok]
+    if not cells:
+        return None
+    widest = max(x.members for x in cells)
+    medians = {
+        m.algorithm: statistics.median(m.completion_s)
+        for x in cells
+        if x.members == widest
+        for m in x.measurements
+        if (m.collective, m.size, m.mode) == (c.collective, c.size, "single") and m.completion_s
+    }
+    base = [medians[b] for b in c.baselines if b in medians]
+    if c.offload not in medians or not base:
+        return None
+    return min(base) / medians[c.offload]
+
+
+def simulate(topo_spec: str, links: dict[str, Any], mtu: int) -> dict[str, dict[str, Any]]:
+    """Every comparison on ns-3 (imports ns-3 only here: the report needs none of it)."""
+    from controller.topology import parse_spec
+    from mininet_topos.ns3sim.network import LinkParams
+    from mininet_topos.ns3sim.simulation import Simulation
+
+    rate, defaults = links.get("rate_mbit"), LinkParams()
+    global_rate = links.get("global_rate_mbit") or rate
+    params = LinkParams(
+        rate=f"{rate}Mbps" if rate else defaults.rate,
+        global_rate=f"{global_rate}Mbps" if global_rate else defaults.global_rate,
+        delay=f"{links.get('delay_s', 0.0) * 1e9:.0f}ns",
+        global_delay=f"{links.get('global_delay_s', 0.0) * 1e9:.0f}ns",
+        switch_queue=int(links.get("queue_packets", 1000)),
+    )
+    sim = Simulation(parse_spec(topo_spec), params)
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        for c in COMPARISONS:
+            times = {
+                name: sim.run(c.collective, name, c.size).avg_us
+                for name in (c.offload, *c.baselines)
+            }
+            fastest = min(c.baselines, key=lambda n: times[n])
+            out[c.key] = {
+                "times_us": times,
+                "baseline": fastest,
+                "ratio": times[fastest] / times[c.offload],
+                "params": params.describe(),
+                "mtu": mtu,
+            }
+    finally:
+        sim.close()
+    return out
+
+
+def table(results: Results) -> list[str]:
+    """The side-by-side table: BMv2's ratio, ns-3's with the same parameters, the paper's."""
+    if not results.ns3:
+        return ["Not simulated yet (`make reproduce REPRODUCE_ARGS=--ns3`)."]
+    lines = [
+        "| comparison | BMv2 | ns-3 | paper | BMv2 within 25% of ns-3? |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for c in COMPARISONS:
+        sim = results.ns3.get(c.key)
+        ours = bmv2_ratio(results, c)
+        theirs = sim["ratio"] if sim else None
+        agree = "-"
+        if ours is not None and theirs:
+            off = abs(ours - theirs) / theirs
+            agree = "yes" if off <= AGREEMENT else f"no ({off:.0%} apart)"
+        lines.append(f"| {c.title} | {_x(ours)} | {_x(theirs)} | {_x(c.paper)} | {agree} |")
+    first: dict[str, Any] = next(iter(results.ns3.values()), {})
+    params = first.get("params", "")
+    lines += ["", f"ns-3 parameters: {params}."]
+    return lines
+
+
+def _x(value: float | None) -> str:
+    return f"{value:.2f}x" if value else "-"

@@ -19,7 +19,7 @@ from controller.drivers import p4runtime
 from controller.switch_state import PortRole, SwitchState, port_bit
 from controller.tofino import bfrt
 from controller.tofino.bfrt import BfrtEntry, PortPlan, TofinoMappingError
-from controller.topology import parse_spec
+from controller.topology_build import parse_spec
 
 pytestmark = pytest.mark.unit
 

@@ -1,12 +1,11 @@
 """The desired state of one switch, translated for a Tofino running p4src/tna (BfRt).
 
-:class:`~controller.switch_state.SwitchState` is what the controller computes for every
-switch; :func:`switch_entries` turns it into the BfRt entries a Tofino needs, in the order to
-write them, and :func:`controller.tofino.bfrt_grpc.push` writes them with Intel's ``bfrt_grpc``
-client. Nothing here talks
-to a switch by itself, so the mapping is unit-tested for content (and checked against the
-compiler's bfrt.json by :func:`controller.tofino.bfrt_grpc.check_against_bfrt_json` where the
-Tofino backend ran).
+:class:`~controller.switch_state.SwitchState` is what the controller computes for every switch;
+:func:`switch_entries` turns it into the BfRt entries a Tofino needs, in the order to write them,
+and :func:`controller.tofino.bfrt_grpc.push` writes them with Intel's ``bfrt_grpc`` client. Nothing
+here talks to a switch by itself, so the mapping is unit-tested for content (and checked against the
+compiler's bfrt.json by :func:`controller.tofino.bfrt_grpc.check_against_bfrt_json` where the Tofino
+backend ran).
 
 What maps to what (docs/porting-to-tofino.md has the full table):
 

@@ -9,12 +9,25 @@ Keep it in step with ``p4src/common``: each function names the P4 control it mir
 
 from __future__ import annotations
 
-import enum
-import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
 from controller import wire
+from controller.switch_frames import Parsed as Parsed
+from controller.switch_frames import deparse as deparse
+from controller.switch_frames import parse as parse
+from controller.switch_rules import AGG_RESULT_KNOWN as AGG_RESULT_KNOWN
+from controller.switch_rules import MASK16 as MASK16
+from controller.switch_rules import MASK32 as MASK32
+from controller.switch_rules import AggKey as AggKey
+from controller.switch_rules import AggVerdict as AggVerdict
+from controller.switch_rules import LaneMode as LaneMode
+from controller.switch_rules import ack_sends_up as ack_sends_up
+from controller.switch_rules import agg_admission_reason as agg_admission_reason
+from controller.switch_rules import agg_classify as agg_classify
+from controller.switch_rules import agg_key_relation as agg_key_relation
+from controller.switch_rules import epoch_after as epoch_after
+from controller.switch_rules import generation_status as generation_status
 from controller.switch_state import (
     BarrierSlot,
     PortRole,
@@ -28,169 +41,8 @@ from controller.switch_state import (
 )
 from controller.wire import DropReason, MpKind, MpStatus, Op
 
-_ETH = struct.Struct("!6s6sH")
-_IPV4_LEN = 20
-
 OUT_DROP, OUT_UNICAST, OUT_MCAST, OUT_REPLY = range(4)
 COLUMN_OTHER, COLUMN_IPV4, COLUMN_BAD_OP = 0, 14, 15
-MASK16 = 0xFFFF
-MASK32 = 0xFFFFFFFF
-
-
-def epoch_after(a: int, b: int) -> bool:
-    """common/barrier.p4 epoch_after: a after b modulo 2**16."""
-    distance = (a - b) & MASK16
-    return distance != 0 and distance < 0x8000
-
-
-def generation_status(offered: int, stored: int) -> MpStatus:
-    """common/membership.p4 mp_generation_status."""
-    ahead = (offered - stored) & MASK32
-    if ahead == 0:
-        return MpStatus.DUPLICATE
-    return MpStatus.OK if ahead < 0x80000000 else MpStatus.STALE
-
-
-AGG_RESULT_KNOWN = 0x80000000  # bit 31 of agg_arrived: never a child bit (ports < 32)
-
-
-class AggKey(enum.Enum):
-    """common/reduce.p4 agg_key_relation: a slot's key against a packet's."""
-
-    SAME = 1
-    FRESH = 2  # newer chunk, other configuration, or a never-used slot
-    STALE = 3
-
-
-class AggVerdict(enum.Enum):
-    ABSORB = 1
-    SEND_UP = 2
-    DISTRIBUTE = 3
-    ANSWER = 4
-
-
-class LaneMode(enum.Enum):
-    NONE = 0
-    SET = 1
-    COMBINE = 2
-    READ = 3
-
-
-def agg_key_relation(stored_tag: int, stored_owner: int, tag: int, owner: int) -> AggKey:
-    """common/reduce.p4 agg_key_relation (tags compared with 32-bit serial arithmetic)."""
-    if stored_owner == owner and stored_tag == tag:
-        return AggKey.SAME
-    if stored_owner != owner or generation_status(tag, stored_tag) == MpStatus.OK:
-        return AggKey.FRESH
-    return AggKey.STALE
-
-
-def agg_admission_reason(
-    op: int, in_port: int, in_bit: int, child_mask: int, parent: int
-) -> DropReason:
-    """common/reduce.p4 agg_admission_reason."""
-    if child_mask == 0:
-        return DropReason.BARRIER_UNCONFIGURED
-    if op == Op.REDUCE:
-        return DropReason.NONE if child_mask & in_bit else DropReason.NOT_CHILD
-    if parent == 0 or in_port != parent:
-        return DropReason.NOT_PARENT
-    return DropReason.NONE
-
-
-def agg_classify(
-    is_result: bool, fresh: bool, previous: int, in_bit: int, child_mask: int, parent: int
-) -> tuple[AggVerdict | None, LaneMode, DropReason]:
-    """common/reduce.p4 agg_classify: (verdict, what happens to the lanes, drop reason)."""
-    if is_result:
-        return AggVerdict.DISTRIBUTE, LaneMode.SET, DropReason.NONE
-    if previous & AGG_RESULT_KNOWN or (parent == 0 and previous == child_mask):
-        return AggVerdict.ANSWER, LaneMode.READ, DropReason.NONE
-    if previous & in_bit:
-        if previous == child_mask:
-            return AggVerdict.SEND_UP, LaneMode.READ, DropReason.NONE
-        return None, LaneMode.NONE, DropReason.AGG_DUPLICATE
-    mode = LaneMode.SET if fresh else LaneMode.COMBINE
-    if previous | in_bit != child_mask:
-        return AggVerdict.ABSORB, mode, DropReason.NONE
-    return (AggVerdict.DISTRIBUTE if parent == 0 else AggVerdict.SEND_UP), mode, DropReason.NONE
-
-
-def ack_sends_up(previous: int, in_bit: int, child_mask: int) -> bool:
-    """common/ackmerge.p4 ack_sends_up: the ACK completes the cell, or is the leader child's
-    (lowest child port's) repeat at a complete cell."""
-    leader = child_mask & -child_mask
-    return previous | in_bit == child_mask and (previous != child_mask or in_bit == leader)
-
-
-@dataclass(slots=True)
-class Parsed:
-    """What CollParser extracted, and what it left as payload."""
-
-    eth: tuple[bytes, bytes, int] | None = None
-    ipv4_src: int | None = None
-    ipv4_dst: int | None = None
-    coll: wire.Header | None = None
-    mp: wire.MiniPacket | None = None
-    agg: list[int] | None = None  # REDUCE/RESULT lanes, unsigned 32-bit
-    rest: bytes = b""
-    ipv4_bytes: bytes = b""
-    parse_error: bool = False
-
-
-def parse(frame: bytes, lanes: int = wire.AGG_LANES) -> Parsed:
-    """common/parser.p4 CollParser; a header that does not fit is a parser error."""
-    parsed = Parsed()
-    if len(frame) < wire.ETH_HEADER_LEN:
-        parsed.parse_error = True
-        return parsed
-    parsed.eth = _ETH.unpack_from(frame, 0)
-    offset = wire.ETH_HEADER_LEN
-    ethertype = parsed.eth[2]
-    if ethertype == wire.ETHERTYPE_COLL:
-        if len(frame) - offset < wire.HEADER_LEN:
-            parsed.parse_error = True
-            return parsed
-        parsed.coll = wire.Header.unpack_from(frame, offset)
-        offset += wire.HEADER_LEN
-        if parsed.coll.op in (Op.MP, Op.MP_REPLY):
-            if len(frame) - offset < wire.MP_LEN:
-                parsed.parse_error = True
-                parsed.rest = frame[offset:]
-                return parsed
-            parsed.mp = wire.MiniPacket.unpack_from(frame, offset)
-            offset += wire.MP_LEN
-        elif parsed.coll.op in wire.AGG_OPS:
-            if len(frame) - offset < 4 * lanes:
-                parsed.parse_error = True
-                parsed.rest = frame[offset:]
-                return parsed
-            parsed.agg = list(struct.unpack_from(f"!{lanes}I", frame, offset))
-            offset += 4 * lanes
-    elif ethertype == wire.ETHERTYPE_IPV4:
-        if len(frame) - offset < _IPV4_LEN:
-            parsed.parse_error = True
-            parsed.rest = frame[offset:]
-            return parsed
-        parsed.ipv4_bytes = frame[offset : offset + _IPV4_LEN]
-        parsed.ipv4_src, parsed.ipv4_dst = struct.unpack_from("!II", frame, offset + 12)
-        offset += _IPV4_LEN
-    parsed.rest = frame[offset:]
-    return parsed
-
-
-def deparse(parsed: Parsed) -> bytes:
-    """common/deparser.p4: valid headers in order, then the unparsed rest."""
-    assert parsed.eth is not None
-    parts = [_ETH.pack(*parsed.eth), parsed.ipv4_bytes]
-    if parsed.coll is not None:
-        parts.append(parsed.coll.pack())
-    if parsed.mp is not None:
-        parts.append(parsed.mp.pack())
-    if parsed.agg is not None:
-        parts.append(struct.pack(f"!{len(parsed.agg)}I", *parsed.agg))
-    parts.append(parsed.rest)
-    return b"".join(parts)
 
 
 @dataclass(slots=True)

@@ -18,9 +18,8 @@ from controller.topology import (
     KIND_DRAGONFLY,
     Topology,
     TopologyError,
-    dragonfly,
-    parse_spec,
 )
+from controller.topology_build import dragonfly, parse_spec
 
 PROG = "netcoll-topo"
 

@@ -23,7 +23,7 @@ from controller.switch_state import (
     TreeKey,
     ports_bitmap,
 )
-from controller.topology import single_switch
+from controller.topology_build import single_switch
 from controller.wire import DropReason, MpKind, MpStatus, Op
 
 SWITCH_NODE = wire.switch_node_id(0)

@@ -1,10 +1,11 @@
 """The desired state of one switch, translated for a Tofino running p4src/tna (BfRt).
 
-:class:`~controller.switch_state.SwitchState` is what the controller computes for every
-switch; :func:`switch_entries` turns it into the BfRt entries a Tofino needs, in the order to
-write them, and :func:`push` writes them with Intel's ``bfrt_grpc`` client. Nothing here talks
-to a switch by itself, so the mapping is unit-tested for content (and checked against the
-compiler's bfrt.json by :func:`check_against_bfrt_json` where the Tofino backend ran).
+:class:`~controller.switch_state.SwitchState` is what the controller computes for every switch;
+:func:`switch_entries` turns it into the BfRt entries a Tofino needs, in the order to write them,
+and :func:`controller.tofino.bfrt_grpc.push` writes them with Intel's ``bfrt_grpc`` client. Nothing
+here talks to a switch by itself, so the mapping is unit-tested for content (and checked against the
+compiler's bfrt.json by :func:`controller.tofino.bfrt_grpc.check_against_bfrt_json` where the Tofino
+backend ran).
 
 What maps to what (docs/porting-to-tofino.md has the full table):
 
@@ -27,9 +28,9 @@ are the chip's. A :class:`PortPlan` says which is which.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from controller.switch_state import (
     ReplicationMode,
@@ -440,84 +441,3 @@ def switch_entries(
 def resource_use(entries: Iterable[BfrtEntry]) -> Counter[str]:
     """Entries per table: the multicast and table budget one switch's state needs."""
     return Counter(entry.table for entry in entries if entry.operation != "set_default")
-
-
-# -- checking against the compiler's bfrt.json ------------------------------------------------
-
-
-def check_against_bfrt_json(entries: Iterable[BfrtEntry], bfrt: Mapping[str, Any]) -> list[str]:
-    """Problems with the names the entries use, as the compiled program's bfrt.json sees them
-    (fixed tables such as $pre.* and $PORT belong to the driver, not to bfrt.json)."""
-    tables = {t["name"]: t for t in bfrt.get("tables", [])}
-    problems: list[str] = []
-    for entry in entries:
-        if entry.table.startswith("$"):
-            continue
-        spec = tables.get(entry.table)
-        if spec is None:
-            problems.append(f"no table {entry.table}")
-            continue
-        keys = {k["name"] for k in spec.get("key", [])}
-        problems += [f"{entry.table}: no key field {k}" for k in entry.key if k not in keys]
-        if entry.action is not None:
-            actions = {a["name"]: a for a in spec.get("action_specs", [])}
-            if entry.action not in actions:
-                problems.append(f"{entry.table}: no action {entry.action}")
-                continue
-            fields = {d["name"] for d in actions[entry.action].get("data", [])}
-        else:  # a fixed-data table (register, port metadata): data fields are singletons
-            fields = {d.get("singleton", d).get("name") for d in spec.get("data", [])}
-        problems += [f"{entry.table}: no data field {d}" for d in entry.data if d not in fields]
-    return sorted(set(problems))
-
-
-# -- writing with bfrt_grpc -------------------------------------------------------------------
-
-
-class GrpcTable(Protocol):
-    """The part of bfrt_grpc.client's table object that push() uses."""
-
-    def make_key(self, key_field_list: list[Any]) -> Any: ...
-    def make_data(self, data_field_list_in: list[Any], action_name: str | None = None) -> Any: ...
-    def entry_add(self, target: Any, key_list: list[Any], data_list: list[Any]) -> Any: ...
-    def entry_mod(self, target: Any, key_list: list[Any], data_list: list[Any]) -> Any: ...
-    def default_entry_set(self, target: Any, data: Any) -> Any: ...
-
-
-class GrpcInfo(Protocol):
-    def table_get(self, name: str) -> GrpcTable: ...
-
-
-def _data_tuple(gc: Any, name: str, value: Value) -> Any:
-    if isinstance(value, bool):
-        return gc.DataTuple(name, bool_val=value)
-    if isinstance(value, str):
-        return gc.DataTuple(name, str_val=value)
-    if isinstance(value, tuple):
-        if value and all(isinstance(v, bool) for v in value):
-            return gc.DataTuple(name, bool_arr_val=list(value))
-        return gc.DataTuple(name, int_arr_val=list(value))
-    return gc.DataTuple(name, value)
-
-
-def push(entries: Sequence[BfrtEntry], bfrt_info: GrpcInfo, gc: Any, device_id: int = 0) -> int:
-    """Write ``entries`` in order through bfrt_grpc (``gc`` is ``bfrt_grpc.client``,
-    ``bfrt_info`` what ``ClientInterface.bfrt_info_get()`` returned). Returns the number
-    written; a failing write raises bfrt_grpc's error with the entry that caused it."""
-    for entry in entries:
-        grpc_table = bfrt_info.table_get(entry.table)
-        target = gc.Target(
-            device_id=device_id, pipe_id=ALL_PIPES if entry.pipe is None else entry.pipe
-        )
-        data = grpc_table.make_data(
-            [_data_tuple(gc, name, value) for name, value in entry.data.items()], entry.action
-        )
-        if entry.operation == "set_default":
-            grpc_table.default_entry_set(target, data)
-            continue
-        key = grpc_table.make_key([gc.KeyTuple(name, value) for name, value in entry.key.items()])
-        if entry.operation == "mod":
-            grpc_table.entry_mod(target, [key], [data])
-        else:
-            grpc_table.entry_add(target, [key], [data])
-    return len(entries)

@@ -31,8 +31,7 @@ from typing import Any, TypeVar
 
 from mininet.net import Mininet
 
-from controller import topology as model
-from controller import wire
+from controller import topology_build, wire
 from controller.callers import NetnsCallers
 from controller.desired_state import Membership
 from controller.drivers.p4runtime import SwitchEndpoint
@@ -96,7 +95,7 @@ class NetworkOptions:
 class NetcollNetwork:
     def __init__(self, options: NetworkOptions) -> None:
         self.options = options
-        self.topo = model.parse_spec(options.spec)
+        self.topo = topology_build.parse_spec(options.spec)
         self.registry: RunRegistry | None = None
         self.mininet: Mininet | None = None
         self.control: ControlPlane | None = None

@@ -13,6 +13,7 @@ from typing import Any
 from mininet.topo import Topo
 
 from controller import topology as model
+from controller import topology_build
 from mininet_topos.links.linkemu import LinkSpec
 
 
@@ -33,7 +34,7 @@ class NetcollTopo(Topo):
         relay: bool = False,
         **_: Any,
     ) -> None:
-        net = net or model.parse_spec(spec)
+        net = net or topology_build.parse_spec(spec)
         self.model = net
         self.emulated: list[LinkSpec] = []
         self._relay_port = 0
@@ -75,21 +76,21 @@ class DragonflyTopo(NetcollTopo):
     """``--topo dragonfly,P,A,H[,ARRANGEMENT]``"""
 
     def __init__(self, p: int = 2, a: int = 2, h: int = 1, arrangement: str = "absolute") -> None:
-        super().__init__(net=model.dragonfly(int(p), int(a), int(h), arrangement))
+        super().__init__(net=topology_build.dragonfly(int(p), int(a), int(h), arrangement))
 
 
 class SingleTopo(NetcollTopo):
     """``--topo single,N``"""
 
     def __init__(self, n: int = 4) -> None:
-        super().__init__(net=model.single_switch(int(n)))
+        super().__init__(net=topology_build.single_switch(int(n)))
 
 
 class LineTopo(NetcollTopo):
     """``--topo line,K,M``"""
 
     def __init__(self, k: int = 3, m: int = 2) -> None:
-        super().__init__(net=model.line(int(k), int(m)))
+        super().__init__(net=topology_build.line(int(k), int(m)))
 
 
 topos = {"netcoll": NetcollTopo, "dragonfly": DragonflyTopo, "single": SingleTopo, "line": LineTopo}

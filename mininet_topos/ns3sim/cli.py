@@ -23,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from controller.topology import parse_spec
+from controller.topology_build import parse_spec
 from host_agents.collectives import algorithm_names
 from host_agents.report import Row, format_table, save
 from mininet_topos.ns3sim.loader import Ns3Unavailable, unavailable_reason

@@ -16,7 +16,7 @@ from controller.drivers.p4runtime import SwitchEndpoint
 from controller.runtime import ControlPlane
 from controller.service import CommService
 from controller.switch_state import ports_bitmap
-from controller.topology import single_switch
+from controller.topology_build import single_switch
 from host_agents.port import RawSocketPort
 from host_agents.service_client import ServiceClient, ServiceError
 from mininet_topos.network import netns

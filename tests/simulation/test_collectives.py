@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from controller import trees, wire
-from controller.topology import parse_spec
+from controller.topology_build import parse_spec
 from host_agents.collectives import algorithm_names
 from mininet_topos.ns3sim import simulation as simulation_module
 from mininet_topos.ns3sim.accounting import barrier_links, predicted_link_bytes

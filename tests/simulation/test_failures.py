@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.topology import parse_spec
+from controller.topology_build import parse_spec
 from mininet_topos.ns3sim import cli
 from mininet_topos.ns3sim.loop import SimStall
 from mininet_topos.ns3sim.network import LinkParams

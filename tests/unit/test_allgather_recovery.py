@@ -14,7 +14,8 @@ from collections.abc import Callable
 import pytest
 
 from controller import wire
-from controller.topology import Topology, dragonfly
+from controller.topology import Topology
+from controller.topology_build import dragonfly
 from host_agents.algorithms.allgather import IN_FLIGHT_BYTES
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig

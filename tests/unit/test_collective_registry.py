@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
-from controller.topology import dragonfly
+from controller.topology_build import dragonfly
 from host_agents.collectives import (
     COLLECTIVES,
     Algorithm,

@@ -13,7 +13,8 @@ import pytest
 
 from controller.communicators import Communicators
 from controller.runtime import CommunicatorError
-from controller.topology import Topology, dragonfly
+from controller.topology import Topology
+from controller.topology_build import dragonfly
 from controller.trees import barrier_tree
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig

@@ -25,7 +25,8 @@ from controller.switch_state import (
     bitmap_ports,
     ports_bitmap,
 )
-from controller.topology import TopologyError, dragonfly, single_switch
+from controller.topology import TopologyError
+from controller.topology_build import dragonfly, single_switch
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from controller.topology import dragonfly
+from controller.topology_build import dragonfly
 from host_agents.comm import CollectiveError, CommOptions
 from host_agents.engine_context import EngineContext
 from host_agents.transport.config import EngineError

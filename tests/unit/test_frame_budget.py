@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from controller import wire
-from controller.topology import dragonfly
+from controller.topology_build import dragonfly
 from host_agents.collectives import Call
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig

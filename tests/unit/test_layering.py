@@ -271,3 +271,23 @@ def test_host_agent_modules_stay_small() -> None:
         if (n := len(p.read_text().splitlines())) > 420
     }
     assert not long, f"split these by job: {long}"
+
+
+# the one module still over the limit, and why; take it out of this table when it is split
+LONG_MODULES = {
+    # the reference switch is one class mirroring the P4 program control by control; its
+    # helpers are out already (switch_rules.py, switch_frames.py), the class is next
+    "controller/switch_model.py": 620,
+}
+
+
+def test_modules_stay_small() -> None:
+    """No module outside tests/ over about 450 lines: split by responsibility."""
+    long = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            name = str(path.relative_to(ROOT))
+            lines = len(path.read_text().splitlines())
+            if lines > LONG_MODULES.get(name, 460):
+                long[name] = lines
+    assert not long, f"split these by responsibility: {long}"

@@ -17,7 +17,8 @@ import time
 import pytest
 
 from controller import wire
-from controller.topology import Topology, dragonfly
+from controller.topology import Topology
+from controller.topology_build import dragonfly
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig
 from host_agents.engine_context import CollectiveError

@@ -49,7 +49,7 @@ def test_cpu_use_sums_each_type_and_names_its_busiest_process() -> None:
 
 
 def test_the_global_link_minimum_is_each_other_group_taking_the_data_once() -> None:
-    from controller.topology import dragonfly
+    from controller.topology_build import dragonfly
     from mininet_topos.experiments.measure import frame_bytes, minimum_global_bytes
 
     topo = dragonfly(2, 2, 1)  # 3 groups of 4 hosts

@@ -12,7 +12,7 @@ from controller import wire
 from controller.desired_state import Communicator, Membership, desired_state
 from controller.drivers.minipackets import MiniPacketDriver, MiniPacketError
 from controller.switch_state import SwitchState, TreeSlot
-from controller.topology import dragonfly
+from controller.topology_build import dragonfly
 from controller.wire import MpKind
 from host_agents.comm import Comm, CommOptions
 from host_agents.directory import Directory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.topology import dragonfly, line
+from controller.topology_build import dragonfly, line
 from mininet_topos.ns3sim.distributed import mpi_unavailable_reason, partition
 
 pytestmark = pytest.mark.unit

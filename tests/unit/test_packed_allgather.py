@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from controller import wire
-from controller.topology import Topology, dragonfly
+from controller.topology import Topology
+from controller.topology_build import dragonfly
 from host_agents.algorithms.allgather import PACK_BYTES
 from host_agents.comm import Comm, CommOptions
 from host_agents.engine import EngineConfig

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from controller import wire
-from controller.topology import dragonfly
+from controller.topology_build import dragonfly
 from host_agents.collectives import Call, algorithm_names
 from host_agents.comm import CollectiveError, Comm, CommOptions
 from host_agents.engine import EngineConfig

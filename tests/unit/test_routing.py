@@ -19,14 +19,8 @@ from controller.routing import (
     path_links,
     valiant_path,
 )
-from controller.topology import (
-    ARRANGEMENTS,
-    Topology,
-    TopologyError,
-    dragonfly,
-    line,
-    single_switch,
-)
+from controller.topology import ARRANGEMENTS, Topology, TopologyError
+from controller.topology_build import dragonfly, line, single_switch
 from tests.graph_reference import shortest_hops
 
 pytestmark = pytest.mark.unit

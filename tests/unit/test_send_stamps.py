@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from controller import wire
-from controller.topology import dragonfly
+from controller.topology_build import dragonfly
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig
 from host_agents.transport.keys import McastKey

@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from controller import wire
-from controller.topology import Topology, dragonfly
+from controller.topology import Topology
+from controller.topology_build import dragonfly
 from host_agents.comm import Comm, CommOptions
 from host_agents.directory import Directory
 from host_agents.engine import EngineConfig

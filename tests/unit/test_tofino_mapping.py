@@ -17,9 +17,9 @@ from finsy import P4TableAction
 from controller.desired_state import Communicator, Membership, desired_state
 from controller.drivers import p4runtime
 from controller.switch_state import PortRole, SwitchState, port_bit
-from controller.tofino import bfrt
+from controller.tofino import bfrt, bfrt_grpc
 from controller.tofino.bfrt import BfrtEntry, PortPlan, TofinoMappingError
-from controller.topology import parse_spec
+from controller.topology_build import parse_spec
 
 pytestmark = pytest.mark.unit
 
@@ -301,11 +301,11 @@ def synthetic_bfrt(entries: list[BfrtEntry]) -> dict[str, Any]:
 
 def test_bfrt_json_check_finds_wrong_names(entries: list[BfrtEntry]) -> None:
     schema = synthetic_bfrt(entries)
-    assert bfrt.check_against_bfrt_json(entries, schema) == []
+    assert bfrt_grpc.check_against_bfrt_json(entries, schema) == []
     route = next(t for t in schema["tables"] if t["name"].endswith("node_route"))
     route["action_specs"][0]["data"] = [{"name": "egress_port"}]
     schema["tables"] = [t for t in schema["tables"] if not t["name"].endswith("egress_port_map")]
-    problems = bfrt.check_against_bfrt_json(entries, schema)
+    problems = bfrt_grpc.check_against_bfrt_json(entries, schema)
     assert f"{bfrt.table(bfrt.NODE_ROUTE)}: no data field port" in problems
     assert f"no table {bfrt.table(bfrt.EGRESS_PORT_MAP)}" in problems
 
@@ -316,7 +316,7 @@ def test_bfrt_json_check_finds_wrong_names(entries: list[BfrtEntry]) -> None:
 )
 def test_entries_match_the_compiled_bfrt_json(entries: list[BfrtEntry]) -> None:
     schema = json.loads(COMPILED_BFRT.read_text())
-    assert bfrt.check_against_bfrt_json(entries, schema) == []
+    assert bfrt_grpc.check_against_bfrt_json(entries, schema) == []
 
 
 # -- writing with bfrt_grpc -------------------------------------------------------------------
@@ -369,7 +369,7 @@ class FakeInfo:
 
 def test_push_writes_entries_in_order_through_bfrt_grpc(entries: list[BfrtEntry]) -> None:
     info = FakeInfo()
-    assert bfrt.push(entries, info, FakeGc, device_id=3) == len(entries)
+    assert bfrt_grpc.push(entries, info, FakeGc, device_id=3) == len(entries)
     assert [c[1] for c in info.calls] == [e.table for e in entries]
     node = next(c for c in info.calls if c[1] == bfrt.PRE_NODE)
     assert node[0] == "add" and node[2] == ("target", {"device_id": 3, "pipe_id": bfrt.ALL_PIPES})

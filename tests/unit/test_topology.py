@@ -12,18 +12,8 @@ from pathlib import Path
 import pytest
 
 from controller import wire
-from controller.topology import (
-    ARRANGEMENTS,
-    FORMAT,
-    Topology,
-    TopologyError,
-    dragonfly,
-    global_link_peer,
-    line,
-    members_by_group,
-    parse_spec,
-    single_switch,
-)
+from controller.topology import ARRANGEMENTS, FORMAT, Topology, TopologyError, members_by_group
+from controller.topology_build import dragonfly, global_link_peer, line, parse_spec, single_switch
 from controller.topology_cli import main as topo_main
 from tests.graph_reference import shortest_hops
 

@@ -15,14 +15,8 @@ import pytest
 
 from controller import wire
 from controller.routing import hop_count, minimal_path
-from controller.topology import (
-    ARRANGEMENTS,
-    Topology,
-    TopologyError,
-    dragonfly,
-    line,
-    single_switch,
-)
+from controller.topology import ARRANGEMENTS, Topology, TopologyError
+from controller.topology_build import dragonfly, line, single_switch
 from controller.trees import (
     TREE_BARRIER,
     Tree,

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from controller.topology import Topology, dragonfly
+from controller.topology import Topology
+from controller.topology_build import dragonfly
 from host_agents import workload_modes
 from host_agents.agent import run_test
 from host_agents.comm import CommOptions

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.topology import parse_spec
+from controller.topology_build import parse_spec
 from host_agents.workload import CollectiveTest
 from mininet_topos.experiments.reproduce.cells import CellSpec, Claim, estimate_seconds
 from mininet_topos.experiments.reproduce.results import CellResult, Measurement, Results

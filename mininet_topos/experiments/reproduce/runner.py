@@ -22,8 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from controller import topology as model
-from controller import wire
+from controller import topology_build, wire
 from host_agents.comm import ACK_MERGE_MODES
 from mininet_topos.experiments.provenance import commit, now
 from mininet_topos.experiments.reproduce import ns3_side, rate_check
@@ -197,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only or args.ns3:
         save()
         return 0
-    topo = model.parse_spec(args.topo)
+    topo = topology_build.parse_spec(args.topo)
     # a cell the profile leaves out still runs when --only names it
     planned = plan(args.profile, topo.num_hosts) + [
         c for c in left_out_cells(args.profile, topo.num_hosts) if c.key in (args.only or [])

@@ -71,6 +71,8 @@ ALLOWED: dict[str, set[str]] = {
         "mininet_topos.network",
         "mininet_topos.links",
         "mininet_topos.tooling",
+        # reproduce sets the same comparisons on ns-3 beside BMv2's
+        "mininet_topos.ns3sim",
     },
     # the simulator runs the controller's model and the agents' algorithms, not the network
     "mininet_topos.ns3sim": MODEL_AND_AGENTS,

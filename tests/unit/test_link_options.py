@@ -39,7 +39,9 @@ def test_no_option_is_unshaped_unless_the_command_has_a_default_profile(tmp_path
 def test_auto_dilation_reads_the_calibration(tmp_path: Path) -> None:
     path = tmp_path / "calibration.json"
     Calibration("df-scatter", 10_000, "cell", 0.125, 0.05, 2, "fast").save(path)
-    links, factor = link_model_from(parse("--link-profile", "df-scatter", "--calibration", str(path)))
+    links, factor = link_model_from(
+        parse("--link-profile", "df-scatter", "--calibration", str(path))
+    )
     assert factor == 50_000 and links.delay == pytest.approx(5e-3)
 
 
@@ -49,7 +51,10 @@ def test_auto_dilation_reads_the_calibration(tmp_path: Path) -> None:
         (("--link-profile", "df-scatter", "--rate", "10"), "leave out --rate"),
         (("--link-profile", "df-scatter", "--dilation", "fast"), "a number, or 'auto'"),
         (("--link-profile", "df-scatter", "--dilation", "0.5"), "at least 1"),
-        (("--link-profile", "df-scatter", "--calibration", "/nonexistent/c.json"), "make calibrate"),
+        (
+            ("--link-profile", "df-scatter", "--calibration", "/nonexistent/c.json"),
+            "make calibrate",
+        ),
         (("--rate", "ten"), "not a number of Mb/s"),
         (("--rate", "10", "--delay", "2 weeks"), "not a delay"),
         (("--rate", "10", "--queue", "-3"), "out of range"),

@@ -75,7 +75,7 @@ def bmv2_ratio(results: Results, c: Comparison) -> float | None:
 
 def simulate(topo_spec: str, links: dict[str, Any], mtu: int) -> dict[str, dict[str, Any]]:
     """Every comparison on ns-3 (imports ns-3 only here: the report needs none of it)."""
-    from controller.topology import parse_spec
+    from controller.topology_build import parse_spec
     from mininet_topos.ns3sim.network import LinkParams
     from mininet_topos.ns3sim.simulation import Simulation
 

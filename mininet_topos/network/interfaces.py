@@ -6,7 +6,9 @@ from __future__ import annotations
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
+from controller.topology import Topology
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig
 
@@ -80,3 +82,26 @@ def timers_for(scale: float) -> tuple[dict[str, float], dict[str, float]]:
 
 def set_mtu(intf: str, mtu: int) -> None:
     subprocess.run(["ip", "link", "set", "dev", intf, "mtu", str(mtu)], check=True)
+
+
+def configure_interfaces(
+    mininet: Any, topo: Topology, root_nodes: list[Any], run_dir: Path, mtu: int
+) -> None:
+    """IPv6 off everywhere we created interfaces; static ARP so IPv4 needs no broadcast; the
+    links' MTU on every interface (hosts in their namespaces, ``root_nodes`` in the root one)."""
+    arp_lines = [
+        f"neigh replace {h.ip} lladdr {h.mac} dev {{intf}} nud permanent" for h in topo.hosts
+    ]
+    for host in topo.hosts:
+        node = mininet.get(host.name)
+        node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+        batch = run_dir / f"arp-{host.name}"
+        intf = f"{host.name}-eth0"
+        batch.write_text("\n".join(line.format(intf=intf) for line in arp_lines) + "\n")
+        node.cmd(f"ip -batch {batch}")
+        node.cmd(f"ip link set dev {intf} mtu {mtu}")
+    for node in root_nodes:
+        for intf in node.intfList():
+            if intf.name != "lo":
+                disable_ipv6(intf.name)
+                set_mtu(intf.name, mtu)

@@ -48,9 +48,8 @@ from mininet_topos.links.timing import time_scale
 from mininet_topos.network.bmv2 import Bmv2Options
 from mininet_topos.network.bringup import BringUp, LoopThread, exit_on_sigterm
 from mininet_topos.network.interfaces import (
-    disable_ipv6,
+    configure_interfaces,
     port_free,
-    set_mtu,
     timers_for,
     windows_for,
 )
@@ -178,7 +177,10 @@ class NetcollNetwork:
             build=False,
         )
         self.mininet.build()
-        self._configure_hosts()
+        root_nodes = [*self.mininet.switches, self.mininet.get(self.topo.management.name)]
+        if self.emulated:
+            root_nodes.append(self.mininet.get(NetcollTopo.RELAY))
+        configure_interfaces(self.mininet, self.topo, root_nodes, opts.run_dir, opts.mtu)
         self.link_plan.apply(self.mininet, self.topo, opts.mtu, opts.run_dir)
         if relay:
             self._start_emulator()
@@ -305,32 +307,6 @@ class NetcollNetwork:
             raise BringUpError(
                 f"TCP ports {busy[:5]} are in use (another netcoll network? run 'make stop')"
             )
-
-    def _configure_hosts(self) -> None:
-        """IPv6 off everywhere we created interfaces; static ARP so IPv4 needs no broadcast."""
-        assert self.mininet is not None
-        arp_lines = [
-            f"neigh replace {h.ip} lladdr {h.mac} dev {{intf}} nud permanent"
-            for h in self.topo.hosts
-        ]
-        for host in self.topo.hosts:
-            node = self.mininet.get(host.name)
-            node.cmd(
-                "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1"
-            )
-            batch = self.options.run_dir / f"arp-{host.name}"
-            intf = f"{host.name}-eth0"
-            batch.write_text("\n".join(line.format(intf=intf) for line in arp_lines) + "\n")
-            node.cmd(f"ip -batch {batch}")
-            node.cmd(f"ip link set dev {intf} mtu {self.options.mtu}")
-        root_nodes = [*self.mininet.switches, self.mininet.get(self.topo.management.name)]
-        if self.emulated:
-            root_nodes.append(self.mininet.get(NetcollTopo.RELAY))
-        for node in root_nodes:
-            for intf in node.intfList():
-                if intf.name != "lo":
-                    disable_ipv6(intf.name)
-                    set_mtu(intf.name, self.options.mtu)
 
     def _write_topology(self) -> None:
         assert self.mininet is not None

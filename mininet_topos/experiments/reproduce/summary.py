@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from mininet_topos.experiments.reproduce.plan import PAPERS
+from mininet_topos.experiments.reproduce.report import cpu_bound_cells
 from mininet_topos.experiments.reproduce.results import Results
 
 RESULTS = Path("docs/results.json")
@@ -44,16 +45,21 @@ def render(results: Results) -> str:
             section = paper.section(results, Path(img_dir), cores)
             what, theirs, ours, _ = section.summary
             what = what or paper.CLAIM.title
+            if judged := cpu_bound_cells(results, paper.EXPERIMENT):
+                ours = f"{ours} ({judged}: not a result)"
             lines.append(
                 f"| {paper.CLAIM.paper} | {what} | {ours} | {theirs} | "
                 f"{command(paper.EXPERIMENT)} |"
             )
     runs = results.runs
     when = f"{runs[-1].started[:10]} at `{runs[-1].commit}`" if runs else "not run yet"
+    links = env.get("links", {}).get("describe", "links unshaped")
+    dilation = f", dilation {env['dilation']:g}x" if env.get("dilation") else ""
     lines += [
         "",
         f"{results.topo}, {results.profile} profile, {len(results.cells)} cells ({when}); "
-        "every section with its spread, plots and where we differ: `docs/results.md`.",
+        f"{links}{dilation}; every section with its spread, plots, fidelity verdicts and "
+        "where we differ: `docs/results.md`.",
     ]
     return "\n".join(lines)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from controller import topology as model
 from mininet_topos.links.linkfaults import Impairment
-from mininet_topos.links.shaping import LinkModel, link_ends, netem_available, shape
+from mininet_topos.links.shaping import LinkModel, link_ends, netem_available, shape, unshape
 
 
 @dataclass
@@ -46,10 +46,13 @@ class LinkPlan:
             self.links.delay_of("global"),
         ):
             raise ValueError("a running network's delays cannot change: bring it up again")
-        if not links.shaped:
-            raise ValueError("a shaped network cannot be made unshaped: bring it up again")
+        was_shaped = self.links.shaped
         self.links = links
-        self.apply(mininet, topo, mtu, run_dir)
+        if links.shaped or self.netem:
+            self.apply(mininet, topo, mtu, run_dir)
+        elif was_shaped:
+            unshape(mininet, topo, run_dir)
+            self.shaped_ports = {}
 
     def with_base_delay(self, impairment: Impairment, kind: str) -> Impairment:
         """A fault setting on an emulated link of ``kind``, its propagation delay kept."""

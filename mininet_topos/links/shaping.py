@@ -219,6 +219,17 @@ def run_batch(lines: list[str], batch_file: Path, runner: Any = None) -> None:
         raise ShapingError(f"tc -batch {batch_file} failed: {output.strip()[-400:]}")
 
 
+def unshape(mininet: Any, topo: model.Topology, run_dir: Path) -> None:
+    """Every link back to its unshaped default (no qdisc of ours on either end)."""
+    by_node: dict[str | None, list[str]] = {}
+    for end in link_ends(topo):
+        node = end.node if end.in_namespace else None
+        by_node.setdefault(node, []).append(f"qdisc del dev {end.intf} root")
+    for node, lines in by_node.items():
+        batch_file = run_dir / f"tc-{node or 'root'}-unshape.batch"
+        run_batch(lines, batch_file, None if node is None else mininet.get(node))
+
+
 def shape(
     mininet: Any, topo: model.Topology, links: LinkModel, mtu: int, run_dir: Path, netem: bool
 ) -> int:

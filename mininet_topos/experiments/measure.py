@@ -233,7 +233,7 @@ class CpuSampler:
     ``time.monotonic()``, the clock agents stamp their windows with), so the CPU spent in a
     window known only afterwards (the agents' tests, start-up left out) can be read off."""
 
-    def __init__(self, meter: CpuMeter, interval: float = 0.25) -> None:
+    def __init__(self, meter: CpuMeter, interval: float = 0.1) -> None:
         self.meter = meter
         self.interval = interval
         self.samples: list[tuple[float, Snapshot]] = []

@@ -123,6 +123,12 @@ def ack_sends_up(previous: int, in_bit: int, child_mask: int) -> bool:
     return previous | in_bit == child_mask and (previous != child_mask or in_bit == leader)
 
 
+def ack_cum_merge(stored_tag: int, stored_cum: int, tag: int, cum: int) -> int:
+    """common/ackmerge.p4 ack_cum_merge: the lowest cum the cell's children claimed under
+    ``tag`` (a cell left by another tag starts again from ``cum``)."""
+    return stored_cum if stored_tag == tag and stored_cum < cum else cum
+
+
 @dataclass(slots=True)
 class Parsed:
     """What CollParser extracted, and what it left as payload."""
@@ -243,6 +249,7 @@ class SwitchModel:
         self.agg_arrived = [0] * s.agg_slots
         self.agg_lanes = [0] * (s.agg_slots * s.agg_lanes)
         self.ack_cells = [(0, 0)] * (s.ack_slots * s.ack_window)  # (tag, child bitmap)
+        self.ack_cums = [(0, 0)] * (s.ack_slots * s.ack_window)  # (tag, lowest cum claimed)
 
     # -- register writes the control plane makes by mini packet, applied directly ----------
 
@@ -574,10 +581,13 @@ class SwitchModel:
         cell_tag, stored = self.ack_cells[index]
         previous = stored if cell_tag == tag else 0
         self.ack_cells[index] = (tag, previous | in_bit)
+        cum_tag, stored_cum = self.ack_cums[index]
+        cum = ack_cum_merge(cum_tag, stored_cum, tag, coll.seq)
+        self.ack_cums[index] = (tag, cum)
         if not ack_sends_up(previous, in_bit, entry.child_mask):
             d.drop_reason = DropReason.ABSORBED
             return
-        parsed.coll = coll.with_(src_node=self.state.node_id)
+        parsed.coll = coll.with_(src_node=self.state.node_id, seq=cum)
         d.out_kind = OUT_UNICAST
         d.out_port = entry.parent_port
 

@@ -17,9 +17,9 @@ def send_mcast_segment(
     seg: int,
     flags: int,
     repair_to: int | None = None,
-) -> None:
+) -> int:
     """One segment of the multicast ``key``: along the tree, or (a repair) by unicast, from
-    its root or from a co-root holding a copy (``src_node`` says which)."""
+    its root or from a co-root holding a copy (``src_node`` says which). Its send stamp."""
     segment_size = endpoint.cfg.segment_size
     start, end = segment_bounds(source.size, seg, segment_size)
     seg_count = segment_count(source.size, segment_size)
@@ -43,3 +43,4 @@ def send_mcast_segment(
     dst_mac = BROADCAST_MAC if repair_to is None else endpoint.directory.mac(repair_to)
     endpoint.send_frame(dst_mac, hdr, source.view[start:end])
     endpoint.stats.data_sent += 1
+    return hdr.stamp

@@ -21,6 +21,7 @@ from host_agents.transport.config import PeerTimeout
 from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
+from host_agents.transport.merged_claims import SentStamps, claim_refusal
 from host_agents.transport.messages import Source, segment_bounds, segment_count
 from host_agents.transport.rtt import RttEstimate
 from host_agents.transport.stamps import NO_STAMP, echoed_round_trip
@@ -70,6 +71,7 @@ class McastRoot:
         self.timer: asyncio.TimerHandle | None = None
         self.sent_at: dict[int, float] = {}  # first transmission of each segment (Karn)
         self.last_sent: dict[int, float] = {}  # latest transmission of each, repairs included
+        self.stamps = SentStamps()  # what a switch-merged ACK may echo
         self.rtt = rtt  # to the slowest ACK source, shared by the multicasts of this tree
         # doubles on each timeout of this multicast only, not the tree's: with 71 receivers
         # under loss almost every multicast has some segment repaired, so a clean sample
@@ -180,9 +182,10 @@ class MulticastRoots:
             root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
 
     def _transmit(self, root: McastRoot, seg: int, *, retransmit: bool) -> None:
-        send_mcast_segment(
+        stamp = send_mcast_segment(
             self.endpoint, root.key, root.source, seg, Flag.RETRANSMIT if retransmit else Flag.NONE
         )
+        root.stamps.record(seg, stamp)
         if retransmit:
             self._remember_resend(root, seg)
             root.last_repair[seg] = root.last_sent[seg] = self.loop.time()
@@ -192,7 +195,10 @@ class MulticastRoots:
 
     def _repair_one(self, root: McastRoot, seg: int, node: int) -> None:
         """Segment ``seg`` by unicast to ``node`` alone (a repair, not down the tree)."""
-        send_mcast_segment(self.endpoint, root.key, root.source, seg, Flag.REPAIR, repair_to=node)
+        stamp = send_mcast_segment(
+            self.endpoint, root.key, root.source, seg, Flag.REPAIR, repair_to=node
+        )
+        root.stamps.record(seg, stamp)
         root.sent_at.pop(seg, None)  # Karn: no round-trip sample from it
         self.endpoint.stats.retransmissions += 1
         self._remember_resend(root, seg)
@@ -265,13 +271,37 @@ class MulticastRoots:
                 return list(root.receivers)  # the switches merge the ACKs: anyone may be behind
         return behind
 
-    def on_ack(self, key: McastKey, member: int, cum: int, echo: int = NO_STAMP) -> bool:
+    def on_ack(
+        self,
+        key: McastKey,
+        member: int,
+        cum: int,
+        echo: int = NO_STAMP,
+        merged: tuple[int, int] | None = None,
+    ) -> bool:
         """An ACK (merged by a co-root or the switches, or from a member of the root's own
-        group; a switch-merged one ``echo``-ing the stamp of the copy that prompted it); False
-        when this node roots no multicast ``key``."""
+        group; a switch-merged one ``echo``-ing the stamp of the copy that prompted it, and
+        ``merged`` = its (checkpoint, seg_count)); False when this node roots no multicast
+        ``key``."""
         root = self._roots.get(key)
         if root is None:
             return False
+        if merged is not None:
+            # a switch-merged ACK: its claim is checked against what this root sent
+            checkpoint, seg_count = merged
+            every = max(1, self.cfg.ack_every)
+            refusal = claim_refusal(
+                checkpoint,
+                cum,
+                seg_count,
+                root_seg_count=root.seg_count,
+                every=every,
+                sent=root.next_new,
+            )
+            if refusal is not None:
+                self.endpoint.drop(refusal, None)
+                return True
+            echo = root.stamps.echo_for(echo, checkpoint, root.seg_count, every)
         if member in root.cum:
             self._ack(root, member, cum, echo)
         elif root.group is not None:  # a member of the root's own group

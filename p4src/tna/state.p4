@@ -465,10 +465,18 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
-/* ACK-merge cells (common/ackmerge.p4): one dual-width register, one access (K1) per packet;
- * the slot's configuration comes from the ack_merge table, not from registers. */
+/* The two halves of one ACK-merge cum cell: the lowest cum claimed under the tag. */
+struct ack_cum_halves_t {
+    bit<32> cum;
+    bit<32> tag;
+}
+
+/* ACK-merge cells (common/ackmerge.p4): two dual-width registers, one access each per packet
+ * (K1 the child bitmap, K2 the lowest cum claimed); the slot's configuration comes from the
+ * ack_merge table, not from registers. */
 control AckState(inout headers_t hdr, inout coll_meta_t meta) {
     Register<barrier_cell_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cells;
+    Register<ack_cum_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cums;
 
     /* Record the child's ACK under meta.arch_cell_tag; return the bitmap before it. */
     RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(ack_cells) ack_cell_merge = {
@@ -480,15 +488,26 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
         }
     };
 
+    /* Keep the lowest cum claimed under meta.arch_cell_tag (ack_cum_merge); return it. */
+    RegisterAction<ack_cum_halves_t, bit<32>, bit<32>>(ack_cums) ack_cum_lowest = {
+        void apply(inout ack_cum_halves_t cell, out bit<32> lowest) {
+            cell.cum = ack_cum_merge(cell.tag, cell.cum, meta.arch_cell_tag, hdr.coll.seq);
+            cell.tag = meta.arch_cell_tag;
+            lowest = cell.cum;
+        }
+    };
+
     apply {
         if (meta.arch_state_elsewhere == 1) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
+        bit<32> cell_index = ack_cell_index(meta.ack_slot, hdr.coll.seg_idx);
         /* access K1: ack_cells */
         meta.arch_cell_tag = ack_cell_tag(hdr.coll.epoch, meta.ack_generation, hdr.coll.seg_idx);
-        meta.ack_previous = ack_cell_merge.execute(
-            ack_cell_index(meta.ack_slot, hdr.coll.seg_idx));
+        meta.ack_previous = ack_cell_merge.execute(cell_index);
+        /* access K2: ack_cums */
+        meta.ack_cum = ack_cum_lowest.execute(cell_index);
     }
 }
 

@@ -173,7 +173,7 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
         released = await service.rendezvous(
             workload.rendezvous,
             args.node,
-            len(workload.members),
+            tuple(workload.members),
             timeout=args.start_timeout,
             comm_id=workload.comm_id if workload.innet else None,
         )

@@ -278,10 +278,9 @@ class Engine:
             held = None if ack.msg_len == wire.HELD_UNKNOWN else ack.msg_len / 1e6
             self._roots.on_duplicate(key, ack.seg_idx, held)
         # only a switch-merged ACK echoes a send stamp (the receivers' own, passed on unchanged)
-        merged = ack.flags & Flag.MERGE
+        merged = (ack.seg_idx, ack.seg_count) if ack.flags & Flag.MERGE else None
         echo = ack.stamp if merged else NO_STAMP
-        claim = (ack.seg_idx, ack.seg_count) if merged else None
-        if self._roots.on_ack(key, ack.src_node, ack.seq, echo, claim):
+        if self._roots.on_ack(key, ack.src_node, ack.seq, echo, merged):
             return
         if ack.root_node == self.node:
             return  # a late ACK for a multicast this node finished rooting

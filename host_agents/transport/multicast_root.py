@@ -276,19 +276,19 @@ class MulticastRoots:
         key: McastKey,
         member: int,
         cum: int,
-        echo: int = NO_STAMP,
-        merged: tuple[int, int] | None = None,
+        merged: tuple[int, int, int] | None = None,
     ) -> bool:
         """An ACK (merged by a co-root or the switches, or from a member of the root's own
-        group; a switch-merged one ``echo``-ing the stamp of the copy that prompted it, and
-        ``merged`` = its (checkpoint, seg_count)); False when this node roots no multicast
+        group; a switch-merged one has ``merged`` = its (checkpoint, seg_count, echo of the
+        stamp of the copy that prompted it)); False when this node roots no multicast
         ``key``."""
         root = self._roots.get(key)
         if root is None:
             return False
+        echo = NO_STAMP
         if merged is not None:
             # a switch-merged ACK: its claim is checked against what this root sent
-            checkpoint, seg_count = merged
+            checkpoint, seg_count, echo = merged
             every = max(1, self.cfg.ack_every)
             refusal = claim_refusal(
                 checkpoint,

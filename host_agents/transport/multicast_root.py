@@ -23,6 +23,7 @@ from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.merged_claims import SentStamps, claim_refusal
 from host_agents.transport.messages import Source, segment_bounds, segment_count
+from host_agents.transport.nack_bounds import asker_unit, lacking
 from host_agents.transport.rtt import RttEstimate
 from host_agents.transport.stamps import NO_STAMP, echoed_round_trip
 
@@ -52,6 +53,7 @@ class McastRoot:
         # the root merges the ACKs of its own dragonfly group
         members = plan.aggregates.get(endpoint.node)
         self.group = Aggregator(members, endpoint.node) if members is not None else None
+        self.aggregates = plan.aggregates  # who reports whom: NACK askers (nack_bounds)
         self.rto_max = cfg.rto_max if rtt.cap is None else rtt.cap  # the tree's (below)
         self.next_new = 0
         self.last_repair: dict[int, float] = {}  # segment -> when it went down the tree again
@@ -360,19 +362,23 @@ class MulticastRoots:
         # window to open NACKs a tail the root sends just then. A moment, not a round trip: on
         # a loaded host the round trip grows to seconds, and real losses must not wait that long
         in_flight = min(root.rtt.srtt or self.cfg.tail_delay, 2 * self.cfg.tail_delay)
-        for first, count in ranges:
-            for seg in range(first, min(first + count, root.next_new)):
-                if now - root.last_repair.get(seg, -1e9) < interval:
-                    continue  # the whole tree got it again just now
-                if now - root.sent_at.get(seg, -1e9) < in_flight:
-                    continue
-                askers = root.askers.setdefault(seg, {})
-                askers[requester or 0] = now
-                recent = sum(1 for at in askers.values() if now - at < interval)
-                if requester is None or recent >= MULTICAST_REPAIR_ASKERS:
-                    self._transmit(root, seg, retransmit=True)
-                    askers.clear()
-                elif now - root.unicast_repair.get((requester, seg), -1e9) >= interval:
-                    root.unicast_repair[(requester, seg)] = now
-                    self._repair_one(root, seg, requester)
+        # what the asker acknowledged, and what everybody did, is not lacking
+        unit = 0 if requester is None else asker_unit(requester, root.aggregates, root.key.root)
+        floor = max(root.slowest, root.cum.get(unit, 0))  # a co-root's report covers its group
+        if requester is not None and root.group is not None:
+            floor = max(floor, root.group.cum.get(requester, 0))
+        for seg in lacking(ranges, floor=floor, end=root.next_new, cap=self.cfg.mcast_window):
+            if now - root.last_repair.get(seg, -1e9) < interval:
+                continue  # the whole tree got it again just now
+            if now - root.sent_at.get(seg, -1e9) < in_flight:
+                continue
+            askers = root.askers.setdefault(seg, {})
+            askers[unit] = now
+            recent = sum(1 for at in askers.values() if now - at < interval)
+            if requester is None or recent >= MULTICAST_REPAIR_ASKERS:
+                self._transmit(root, seg, retransmit=True)
+                askers.clear()
+            elif now - root.unicast_repair.get((requester, seg), -1e9) >= interval:
+                root.unicast_repair[(requester, seg)] = now
+                self._repair_one(root, seg, requester)
         return True

@@ -123,6 +123,13 @@ def ack_sends_up(previous: int, in_bit: int, child_mask: int) -> bool:
     return previous | in_bit == child_mask and (previous != child_mask or in_bit == leader)
 
 
+def agg_epoch_in_window(op: int, epoch: int, released: int, window: int) -> bool:
+    """common/reduce.p4 agg_epoch_in_window: a REDUCE opens an instance only within the
+    barrier window after the released epoch."""
+    ahead = (epoch - released) & MASK16
+    return op != Op.REDUCE or not epoch_after(epoch, released) or ahead <= window
+
+
 def ack_cum_merge(stored_tag: int, stored_cum: int, tag: int, cum: int) -> int:
     """common/ackmerge.p4 ack_cum_merge: the lowest cum the cell's children claimed under
     ``tag`` (a cell left by another tag starts again from ``cum``)."""
@@ -612,6 +619,10 @@ class SwitchModel:
         in_bit = self.port_bit(in_port)
         is_result = coll.op == Op.RESULT
         reason = agg_admission_reason(coll.op, in_port, in_bit, child_mask, parent)
+        if reason == DropReason.NONE and not agg_epoch_in_window(
+            coll.op, coll.epoch, self.barrier_released[comm], self.sizes.barrier_window
+        ):
+            reason = DropReason.OUT_OF_WINDOW
         if reason != DropReason.NONE:
             d.drop_reason = reason
             return

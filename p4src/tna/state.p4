@@ -370,9 +370,15 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         bool count_pass = event && meta.arch_commit_pass == 0;
         bool mp_write = meta.state_op == STATE_BARRIER_MP_WRITE;
         bool mp_read = meta.state_op == STATE_BARRIER_MP_READ;
-        /* a reduction: the tree (B1, B2), its slot (AggState), maybe the released epoch (B3) */
-        bool agg = meta.state_op == STATE_AGG_EVENT;
-        bit<32> slot = event || agg ? (bit<32>) hdr.coll.comm_id : (bit<32>) hdr.mp.slot;
+        /* a reduction: the tree (B1, B2), its slot (AggState), maybe the released epoch (B3).
+         * A REDUCE takes two passes: the first reads the released epoch (B3) and checks its
+         * epoch window (agg_epoch_in_window) before any slot is touched, the resubmitted one
+         * does the slot and may advance released: B3 cannot be read before AggState and
+         * advanced after it in one pass. A RESULT takes one. */
+        bool agg_any = meta.state_op == STATE_AGG_EVENT;
+        bool agg_window_pass = agg_any && hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0;
+        bool agg = agg_any && !agg_window_pass;
+        bit<32> slot = event || agg_any ? (bit<32>) hdr.coll.comm_id : (bit<32>) hdr.mp.slot;
 
         /* access 1: barrier_generation */
         bit<32> generation;
@@ -413,8 +419,21 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (commit_stands || agg_release || (count_pass && barrier_release_from_parent(
                 hdr.coll.op, meta.in_port, meta.bar_child_mask, meta.bar_parent))) {
             meta.bar_released = barrier_released_advance.execute(slot);
-        } else if (count_pass || mp_read) {
+        } else if (count_pass || mp_read || agg_window_pass) {
             meta.bar_released = barrier_released_read.execute(slot);
+        }
+
+        /* a REDUCE's first pass: admitted and within its window, it goes round again */
+        if (agg_window_pass) {
+            meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
+                                                    meta.bar_child_mask, meta.bar_parent);
+            if (meta.drop_reason == DROP_NONE
+                    && !agg_epoch_in_window(hdr.coll.op, hdr.coll.epoch, meta.bar_released)) {
+                meta.drop_reason = DROP_OUT_OF_WINDOW;
+            } else if (meta.drop_reason == DROP_NONE) {
+                meta.state_op = STATE_NEXT_PASS;
+            }
+            return;
         }
 
         /* the verdict, from what the accesses returned */

@@ -109,6 +109,10 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     apply {
         meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
                                                 meta.bar_child_mask, meta.bar_parent);
+        if (meta.drop_reason == DROP_NONE
+                && !agg_epoch_in_window(hdr.coll.op, hdr.coll.epoch, meta.bar_released)) {
+            meta.drop_reason = DROP_OUT_OF_WINDOW; /* BarrierState read the released epoch */
+        }
         if (meta.drop_reason != DROP_NONE) {
             return;
         }

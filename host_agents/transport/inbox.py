@@ -100,7 +100,7 @@ class Inbox:
     def _fits(self, msg: Incoming, hdr: wire.Header) -> bool:
         drop = self.endpoint.drop
         if hdr.msg_len != msg.size or hdr.seg_count != msg.seg_count:
-            drop(f"message of {hdr.msg_len} bytes where {msg.size} are expected", hdr)
+            drop(f"message size not the expected one: {hdr.msg_len} bytes, not {msg.size}", hdr)
             if not msg.done.done():
                 msg.done.set_exception(
                     SizeMismatch(hdr.src_node, f"message tag {hdr.tag}", msg.size, hdr.msg_len)

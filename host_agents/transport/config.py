@@ -14,9 +14,11 @@ class EngineError(Exception):
 
 
 class PeerTimeout(EngineError):
-    def __init__(self, peer: int, what: str, seconds: float) -> None:
-        super().__init__(f"no progress from node {peer} for {seconds:.1f} s while {what}")
+    def __init__(self, peer: int, what: str, seconds: float, behind: tuple[int, ...] = ()) -> None:
+        more = f" (receivers that may be behind it: nodes {list(behind)})" if behind else ""
+        super().__init__(f"no progress from node {peer} for {seconds:.1f} s while {what}{more}")
         self.peer = peer
+        self.behind = behind  # the receivers a co-root or switch reports for
 
 
 class SizeMismatch(EngineError):

@@ -90,6 +90,23 @@ class McastRoot:
         return min(self.cum.values()) if self.cum else self.seg_count
 
 
+def receivers_behind(root: McastRoot, laggards: list[int]) -> tuple[int, ...]:
+    """The receivers the silent ACK sources report for: a co-root's group, the root's own
+    group members still behind, every receiver behind a merging switch."""
+    behind: set[int] = set()
+    for source in laggards:
+        if root.group is not None and source == root.key.root:
+            behind |= {m for m, c in root.group.cum.items() if c < root.seg_count}
+        elif source in root.aggregates:
+            behind |= set(root.aggregates[source])
+        elif source in root.receivers:
+            behind.add(source)
+        else:
+            behind |= set(root.receivers)  # a switch merges the ACKs: anyone may be behind
+    behind.discard(root.key.root)
+    return tuple(sorted(behind))
+
+
 class MulticastRoots:
     """Every acknowledged multicast this node is rooting."""
 
@@ -239,8 +256,11 @@ class MulticastRoots:
         waited = self.loop.time() - root.last_progress
         if waited > self.cfg.peer_timeout:
             laggards = [n for n, c in root.cum.items() if c < root.seg_count]
+            behind = receivers_behind(root, laggards)
             root.done.set_exception(
-                PeerTimeout(laggards[0], f"multicasting to {len(laggards)} receivers", waited)
+                PeerTimeout(
+                    laggards[0], f"multicasting to {len(laggards)} receivers", waited, behind
+                )
             )
             return
         first = root.slowest

@@ -23,3 +23,71 @@ def test_drop_reasons_make_a_bounded_number_of_counter_keys() -> None:
     assert len(stats.dropped) <= 64 + 1, f"{len(stats.dropped)} keys"
     assert stats.dropped["message size not the expected one"] == 5000
     assert sum(stats.dropped.values()) == 15000  # every drop is still counted
+
+
+def test_a_roots_timeout_names_the_receivers_behind_a_silent_coroot() -> None:
+    """Before: the root's timeout named the co-root only, not the receiver that held it."""
+    import asyncio
+    import random
+
+    from controller import wire
+    from controller.topology import dragonfly
+    from controller.wire import Op
+    from host_agents.comm import CommOptions
+    from host_agents.directory import Directory
+    from host_agents.engine import EngineConfig
+    from host_agents.plans import PlanBook
+    from tests.fabric import Cluster, Faults
+
+    topo = dragonfly(2, 2, 1)
+    hosts = tuple(h.node_id for h in topo.hosts)
+    directory = Directory.from_topology(topo)
+    directory.comms[1] = hosts
+    plan = PlanBook(directory)(1, hosts[0], wire.Tree.INNET)
+    coroot, group = next((c, g) for c, g in plan.aggregates.items() if c != hosts[0])
+    blocked = next(m for m in group if m != coroot)
+    place = topo.host_by_node(blocked)
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        return link == (place.switch, place.port) and wire.parse_frame(
+            frame, check_crc=False
+        ).hdr.op in (Op.MCAST, Op.UNICAST)
+
+    config = EngineConfig(rto_initial=0.05, rto_min=0.02, peer_timeout=0.6)
+    options = CommOptions(progress_timeout=30, first_data_timeout=30, op_timeout=30)
+
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            topo, hosts, loop=loop, config=config, options=options, faults=Faults(drop_if=drop_if)
+        )
+        data = random.Random(1).randbytes(3000)
+        root = cluster.comms[0]
+        multicasts = root.engine._roots  # the root's own multicasts, to see how one ends
+        started = []
+        send = multicasts.send
+
+        def recording_send(*args, **kwargs):  # type: ignore[no-untyped-def]
+            started.append(send(*args, **kwargs))
+            return started[-1]
+
+        multicasts.send = recording_send  # type: ignore[method-assign]
+        tasks = [
+            asyncio.ensure_future(c.bcast(None, 0, size=len(data), algorithm="innet"))
+            for c in cluster.comms[1:]
+            if c.engine.node != blocked
+        ]
+        try:
+            await asyncio.wait_for(root.bcast(data, 0, size=len(data), algorithm="innet"), 20)
+            await asyncio.wait_for(started[0].done, 20)  # the root returned once it had sent
+        except Exception as exc:  # the root's failure, as its user sees it
+            return str(exc)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return "no error"
+
+    text = asyncio.run(main())
+    assert f"node {coroot}" in text or str(coroot) in text, text
+    assert "behind it: nodes" in text and str(blocked) in text.split("behind it: nodes")[1], text

@@ -104,6 +104,9 @@ class EngineConfig:
     # an unfinished early message that gets no segment for this long is dropped: its sender
     # has given up by then (peer_timeout), so only a stale or forged one is lost
     early_idle_timeout: float = 30.0
+    # a complete early message nobody claims for this long is dropped too: otherwise a member
+    # could pin the early budget for good with messages nobody will ask for
+    early_complete_timeout: float = 300.0
     # a freed communicator keeps re-acknowledging what it completed this long (a peer whose
     # last ACK from us was lost is still retransmitting), then everything kept for it goes
     comm_linger: float = 15.0

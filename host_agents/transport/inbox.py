@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from controller import wire
 from host_agents.transport.config import EngineError, SizeMismatch
-from host_agents.transport.early import EarlyBudget
+from host_agents.transport.early import EarlyBudget, segment_charge, start_charge
 from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.keys import MessageKey
 from host_agents.transport.messages import Incoming, segment_count
@@ -79,7 +79,11 @@ class Inbox:
             if not self.early.may_start(sender):
                 drop("too many messages nobody has asked for yet from one sender", hdr)
                 return None
+            if not self.early.charge(sender, start_charge(seg_count)):
+                drop("too much data nobody has asked for yet", hdr)
+                return None
             msg = Incoming(self.endpoint.loop, key, hdr.msg_len, seg_count, early_sender=sender)
+            msg.early_charged = start_charge(seg_count)
             self.early.started(sender)
             self.messages[key] = msg
             self._arm_sweep()
@@ -88,7 +92,7 @@ class Inbox:
         if (
             msg.early
             and not msg.received[hdr.seg_idx]
-            and not self.early.charge(sender, len(payload))
+            and not self.early.charge(sender, segment_charge(len(payload)), msg)
         ):
             drop("too much data nobody has asked for yet", hdr)
             return None
@@ -160,7 +164,8 @@ class Inbox:
     def _arm_sweep(self) -> None:
         if self._sweep is None:
             self._sweep = self.endpoint.loop.call_later(
-                self.cfg.early_idle_timeout / 2, self._sweep_early
+                min(self.cfg.early_idle_timeout, self.cfg.early_complete_timeout) / 2,
+                self._sweep_early,
             )
 
     def _sweep_early(self) -> None:
@@ -168,10 +173,11 @@ class Inbox:
         self._sweep = None
         now = self.endpoint.loop.time()
         for key, msg in list(self.messages.items()):
-            if (
-                msg.early
-                and not msg.done.done()
-                and now - msg.last_arrival > self.cfg.early_idle_timeout
+            idle = now - msg.last_arrival
+            if msg.early and (
+                idle > self.cfg.early_idle_timeout
+                if not msg.done.done()
+                else idle > self.cfg.early_complete_timeout
             ):
                 del self.messages[key]
                 msg.cancel_timers()

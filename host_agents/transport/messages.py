@@ -78,6 +78,7 @@ class Incoming(Source):
         self.parked: dict[int, bytes] | None = {} if early_sender is not None else None
         self.early_sender = early_sender
         self.parked_bytes = 0
+        self.early_charged = 0  # bytes charged to the early budgets (transport/early.py)
         self.loop = loop
         self.last_arrival = loop.time()
         # when each segment first arrived, for the hold time a D-SACK reports (only what

@@ -91,3 +91,78 @@ def test_a_roots_timeout_names_the_receivers_behind_a_silent_coroot() -> None:
     text = asyncio.run(main())
     assert f"node {coroot}" in text or str(coroot) in text, text
     assert "behind it: nodes" in text and str(blocked) in text.split("behind it: nodes")[1], text
+
+
+def _early_frames(victim_comm, count: int, claimed: int, first_tag: int):  # type: ignore[no-untyped-def]
+    from controller import wire
+    from controller.wire import Op
+
+    for tag in range(count):
+        yield wire.Header(
+            op=Op.UNICAST,
+            comm_id=victim_comm.comm_id,
+            epoch=2,
+            tag=first_tag + tag,
+            dst_node=victim_comm.engine.node,
+            seg_count=-(-claimed // wire.MAX_PAYLOAD),
+            msg_len=claimed,
+            payload_len=min(claimed, wire.MAX_PAYLOAD),
+        )
+
+
+def test_early_data_is_charged_for_every_byte_it_holds() -> None:
+    """Before: the received-segment map of an early message was allocated from the claimed
+    length and not charged: 40 frames of 1,460 B pinned 29 MB (506x the charge)."""
+    import asyncio
+    import gc
+    import tracemalloc
+
+    from controller import wire
+    from tests.unit.test_security_agents import Attacker, cluster_of, run
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = cluster_of(loop)
+        victim = cluster.comms[2]
+        attacker = Attacker(cluster, cluster.comms[1].engine.node, loop)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for hdr in _early_frames(victim, 40, 1 << 30, 5000):
+                attacker.send(hdr, b"Z" * wire.MAX_PAYLOAD)
+            await asyncio.sleep(0.05)
+            held_memory = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        charged = victim.engine.early_bytes_held
+        assert held_memory > 1 << 20, "the frames did not arrive"
+        assert held_memory <= 1.1 * charged + (256 << 10), (
+            f"early data holds {held_memory} bytes, charged {charged}"
+        )
+
+    run(body)
+
+
+def test_complete_early_messages_expire() -> None:
+    """Before: a complete early message nobody asked for stayed, and its charge, for good."""
+    import asyncio
+    import dataclasses
+
+    from tests.fabric import Cluster
+    from tests.unit.test_security_agents import CONFIG, MEMBERS, OPTIONS, TOPO, Attacker, run
+
+    config = dataclasses.replace(CONFIG, early_complete_timeout=0.2)  # type: ignore[call-arg]
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        cluster = Cluster(TOPO, MEMBERS, loop=loop, config=config, options=OPTIONS)
+        victim = cluster.comms[2]
+        attacker = Attacker(cluster, cluster.comms[1].engine.node, loop)
+        for hdr in _early_frames(victim, 3, 100, 7000):  # one segment each: complete at once
+            attacker.send(hdr, b"Z" * 100)
+        await asyncio.sleep(0.05)
+        assert victim.engine.early_bytes_held > 0
+        await asyncio.sleep(0.6)
+        assert victim.engine.early_bytes_held == 0
+        assert victim.engine.stats.dropped["early message expired"] == 3
+
+    run(body)

@@ -16,7 +16,7 @@ from controller import wire
 from host_agents.transport.config import EngineError, SizeMismatch
 from host_agents.transport.early import EarlyBudget, segment_charge, start_charge
 from host_agents.transport.endpoint import Endpoint
-from host_agents.transport.keys import MessageKey
+from host_agents.transport.keys import McastKey, MessageKey
 from host_agents.transport.messages import Incoming, segment_count
 
 # completed messages up to this many segments keep their arrival times for D-SACKs (larger
@@ -96,6 +96,11 @@ class Inbox:
         ):
             drop("too much data nobody has asked for yet", hdr)
             return None
+        if isinstance(key, McastKey):  # who vouches for the content (transport/digests.py)
+            if hdr.src_node == hdr.root_node:
+                msg.root_digest = hdr.seq or msg.root_digest
+            elif not msg.received[hdr.seg_idx]:
+                msg.coroot_copy = True
         new = msg.place(hdr.seg_idx, payload, self.cfg.segment_size)
         if not new:
             self.endpoint.stats.duplicates += 1

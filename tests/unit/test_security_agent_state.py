@@ -166,3 +166,81 @@ def test_complete_early_messages_expire() -> None:
         assert victim.engine.stats.dropped["early message expired"] == 3
 
     run(body)
+
+
+def test_a_coroot_cannot_substitute_the_roots_data_at_its_members() -> None:
+    """Before: a co-root's repairs were taken as the first copy of segments a member lost, so
+    the member returned bytes the root never sent, with no error."""
+    import asyncio
+    import random
+
+    from controller import wire
+    from controller.topology import dragonfly
+    from controller.wire import Flag, Op
+    from host_agents.comm import CommOptions
+    from host_agents.directory import Directory
+    from host_agents.engine import EngineConfig
+    from host_agents.plans import PlanBook
+    from tests.fabric import Cluster, Faults
+
+    topo = dragonfly(2, 2, 1)
+    hosts = tuple(h.node_id for h in topo.hosts)
+    directory = Directory.from_topology(topo)
+    directory.comms[1] = hosts
+    plan = PlanBook(directory)(1, hosts[0], wire.Tree.INNET)
+    coroot, group = next((c, g) for c, g in plan.aggregates.items() if c != hosts[0])
+    victim = next(m for m in group if m != coroot)
+    place = topo.host_by_node(victim)
+    lost = 1  # the root's copy of this segment never reaches the victim
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame, check_crc=False).hdr
+        return (
+            link == (place.switch, place.port)
+            and hdr.src_node == hosts[0]
+            and hdr.op in (Op.MCAST, Op.UNICAST)
+            and hdr.seg_idx == lost
+        )
+
+    config = EngineConfig(rto_initial=0.5, rto_min=0.2, nack_delay=0.002, peer_timeout=10)
+    options = CommOptions(progress_timeout=5, first_data_timeout=10, op_timeout=10)
+
+    async def main() -> object:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            topo, hosts, loop=loop, config=config, options=options, faults=Faults(drop_if=drop_if)
+        )
+        hostile = next(c for c in cluster.comms if c.engine.node == coroot).engine
+        mac = hostile.directory.mac(victim)
+
+        def substitute(frame: bytes) -> None:
+            hdr = wire.parse_frame(frame, check_crc=False).hdr
+            if hdr.op == Op.MCAST and hdr.seg_idx == lost:
+                forged = hdr.with_(
+                    op=Op.UNICAST, flags=Flag.REPAIR, src_node=coroot, dst_node=victim, seq=0
+                )
+                payload = b"\xee" * hdr.payload_len
+                hostile.port.send(wire.build_frame(forged, payload, dst_mac=mac))
+
+        hostile.port.on_frame = substitute  # type: ignore[attr-defined]
+        data = random.Random(8).randbytes(4 * wire.MAX_PAYLOAD)
+        receiver = next(c for c in cluster.comms if c.engine.node == victim)
+        root = cluster.comms[0]
+        sending = asyncio.ensure_future(root.bcast(data, 0, size=len(data), algorithm="innet"))
+        try:
+            got = await asyncio.wait_for(
+                receiver.bcast(None, 0, size=len(data), algorithm="innet"), 15
+            )
+            return bytes(got) == data or "substituted"
+        except Exception as exc:
+            return exc
+        finally:
+            sending.cancel()
+            await asyncio.gather(sending, return_exceptions=True)
+
+    outcome = asyncio.run(main())
+    assert outcome is True or isinstance(outcome, Exception), (
+        "the member returned bytes the root never sent, with no error"
+    )
+    if isinstance(outcome, Exception):
+        assert "digest" in str(outcome), outcome

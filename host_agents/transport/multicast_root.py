@@ -256,10 +256,12 @@ class MulticastRoots:
         waited = self.loop.time() - root.last_progress
         if waited > self.cfg.peer_timeout:
             laggards = [n for n, c in root.cum.items() if c < root.seg_count]
-            behind = receivers_behind(root, laggards)
             root.done.set_exception(
                 PeerTimeout(
-                    laggards[0], f"multicasting to {len(laggards)} receivers", waited, behind
+                    laggards[0],
+                    f"multicasting to {len(laggards)} receivers",
+                    waited,
+                    receivers_behind(root, laggards),
                 )
             )
             return

@@ -177,3 +177,27 @@ def test_a_coroot_naming_its_members_is_one_asker_and_gets_no_whole_tree_repair(
         )
 
     run(body)
+
+
+def test_a_member_gets_nothing_from_its_coroot_for_a_nack_of_what_it_acknowledged() -> None:
+    """Before: a co-root resent every segment it held that a member's NACK named, whatever the
+    member had acknowledged (the same shape as the root's)."""
+    aggregates, root = plan_of_root()
+    coroot, members = next((c, ms) for c, ms in aggregates.items() if c != root and len(ms) >= 3)
+    attacker = next(m for m in members if m != coroot)
+    blocked = next(m for m in members if m not in (coroot, attacker))
+
+    def send(cluster: Cluster, key: McastKey, seg_count: int) -> None:
+        ack = key.feedback(Op.ACK, attacker, coroot, seq=seg_count)
+        frame_from(cluster, attacker, ack, NO_SACK)
+        ranges = pack_ranges([(0, 1 << 20)])
+        nack = key.feedback(Op.NACK, attacker, coroot, payload_len=len(ranges))
+        frame_from(cluster, attacker, nack, ranges)
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        watch = await attack(loop, attacker, blocked, send)
+        repaired = watch.repairs_to.get(attacker, 0)
+        assert repaired == 0, f"{repaired} repairs to a member that lacks nothing"
+        assert watch.tree_resends == 0
+
+    run(body)

@@ -4,7 +4,11 @@ Agents reach the service over a unix socket from their hosts' network namespaces
 tells the service the connecting process (``SO_PEERCRED``), and the process's network namespace
 tells which Mininet host it runs on: that host's node id is the caller, whatever a request's
 body says. Processes in the service's own namespace (the launcher, the Mininet CLI, tests) are
-the operator, who may do anything. A process from any other namespace is refused.
+the operator, who may do anything, if they run as root or as the service's own user. A process
+from any other namespace, or of another user in the service's, is refused.
+
+This holds because no agent can change its network namespace: agents run unprivileged
+(``host_agents/privileges.py``: setns needs CAP_SYS_ADMIN, which they do not have).
 """
 
 from __future__ import annotations
@@ -47,12 +51,21 @@ def netns_inode(pid: int | str) -> int:
     return os.stat(f"/proc/{pid}/ns/net").st_ino
 
 
+def process_uid(pid: int | str) -> int | None:
+    """The effective uid of process ``pid`` (the owner of its /proc entry); None if gone."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
 class NetnsCallers:
     """Callers by network namespace: ``hosts`` maps a namespace inode to a host's node id."""
 
     def __init__(self, hosts: Mapping[int, int] | None = None) -> None:
         self.hosts = dict(hosts or {})
         self.operator_ns = netns_inode("self")
+        self.operator_uids = {0, os.geteuid()}
 
     @classmethod
     def from_host_pids(cls, pids: Mapping[int, int]) -> NetnsCallers:
@@ -65,6 +78,6 @@ class NetnsCallers:
         except OSError:
             return None  # the process is gone already
         if ns == self.operator_ns:
-            return OPERATOR
+            return OPERATOR if process_uid(pid) in self.operator_uids else None
         node = self.hosts.get(ns)
         return None if node is None else Caller(node)

@@ -9,6 +9,7 @@ its parts in one change; a free removes the switch state once every member freed
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from controller.runtime import CommunicatorError, ControlPlane
@@ -59,10 +60,19 @@ class Communicators:
         self._frees.pop(comm_id, None)
 
     async def split(
-        self, parent: int, node: int, color: int, key: int, timeout: float = 60.0
+        self,
+        parent: int,
+        node: int,
+        color: int,
+        key: int,
+        timeout: float = 60.0,
+        admit: Callable[[list[tuple[int, ...]]], None] | None = None,
     ) -> tuple[int, tuple[int, ...]] | None:
         """MPI_Comm_split: every member of ``parent`` calls it; members with the same color
-        get one new communicator, ranked by (key, parent rank). Negative color: none."""
+        get one new communicator, ranked by (key, parent rank). Negative color: none.
+        ``admit`` may refuse the parts before they are created (it raises). A call that
+        times out or is abandoned withdraws its answer and does not use up a round: the
+        node's next split joins the same round as everybody else's."""
         members = self._members(parent, node)
         round_key = (parent, self._split_rounds.get((parent, node), 0))
         self._split_rounds[(parent, node)] = round_key[1] + 1
@@ -77,6 +87,8 @@ class Communicators:
                 tuple(m for _, _, m in sorted(entries)) for _, entries in sorted(groups.items())
             ]
             try:
+                if admit is not None:
+                    admit(parts)
                 reports = await self.control.create_many(parts)
                 for part, report in zip(parts, reports, strict=True):
                     for m in part:
@@ -86,12 +98,21 @@ class Communicators:
                 raise
             finally:
                 split.done.set()  # every waiter learns the outcome
-            self._splits.pop(round_key, None)
+                self._splits.pop(round_key, None)
         else:
             try:
                 await asyncio.wait_for(split.done.wait(), timeout)
-            except TimeoutError:
-                missing = sorted(split.expected - set(split.answers))
+            except (TimeoutError, asyncio.CancelledError) as exc:
+                if not split.done.is_set():
+                    # withdrawn: this round waits for this node again, and its next call
+                    # joins it (not a round nobody else is in)
+                    split.answers.pop(node, None)
+                    self._split_rounds[(parent, node)] = round_key[1]
+                    if not split.answers and self._splits.get(round_key) is split:
+                        del self._splits[round_key]
+                if not isinstance(exc, TimeoutError):
+                    raise
+                missing = sorted(split.expected - set(split.answers) - {node})
                 raise CommunicatorError(
                     f"split of communicator {parent}: nodes {missing} never called it"
                 ) from None

@@ -109,6 +109,9 @@ class ControlPlane:
         self.mp: MiniPacketDriver | None = None
         self.restarts = 0
         self._lock = asyncio.Lock()
+        # per switch: times its registers were written after a (re)connection, the end of
+        # _on_ready (wait_reprogrammed waits for this, not for the session's count)
+        self._reprogrammed: dict[int, int] = {}
         self.states = self._compute(self.comms)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -133,10 +136,16 @@ class ControlPlane:
         """Wait until switch ``index`` reconnected (more than ``connections`` sessions) and
         its tables, groups and register slots are written again."""
         switch = self.switches[index]
-        programmed = switch.next_programmed()  # before the check: no update can slip by
-        if switch.connections <= connections:
+        deadline = asyncio.get_running_loop().time() + timeout
+        # the registers too: a session counts its connection before they are written
+        while self._reprogrammed.get(index, 0) <= connections:
+            programmed = switch.next_programmed()  # before the check: no update can slip by
+            if self._reprogrammed.get(index, 0) > connections:
+                break
             try:
-                await asyncio.wait_for(programmed, timeout)
+                await asyncio.wait_for(
+                    programmed, max(0.0, deadline - asyncio.get_running_loop().time())
+                )
             except TimeoutError:
                 raise TimeoutError(
                     f"switch {switch.endpoint.name} was not reprogrammed within {timeout:.0f} s"
@@ -165,18 +174,22 @@ class ControlPlane:
         """A switch (re)connected and holds its tables again: now its register slots."""
         assert self.mp is not None
         index = next(i for i, s in self.switches.items() if s is switch)
-        state = self.states[index]
-        if switch.connections > 1:
-            self.restarts += 1
-            LOG.warning(
-                "switch %s came back (connection %d): reprogramming it",
-                switch.endpoint.name,
-                switch.connections,
-            )
-            self.mp.forget(state.node_id)
-            await self._resume_barriers(index, state)
+        # under the lock: a create or free meanwhile would recompute the desired state
+        # without the resumed epochs and push the switch back to released epoch 0
+        async with self._lock:
             state = self.states[index]
-        await self.mp.push(state)
+            if switch.connections > 1:
+                self.restarts += 1
+                LOG.warning(
+                    "switch %s came back (connection %d): reprogramming it",
+                    switch.endpoint.name,
+                    switch.connections,
+                )
+                self.mp.forget(state.node_id)
+                await self._resume_barriers(index, state)
+                state = self.states[index]
+            await self.mp.push(state)
+            self._reprogrammed[index] = switch.connections
 
     async def _resume_barriers(self, index: int, state: SwitchState) -> None:
         """A restarted switch lost its released epochs: start each barrier slot from the newest

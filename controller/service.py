@@ -9,15 +9,19 @@ every answer repeats the id with ``ok`` and either the result or an ``error`` te
   split         {comm_id, node, color, key} -> {comm_id, members} or {comm_id: null}
   free          {comm_id, node} -> {removed: bool}
   ensure_trees  {comm_id, root} -> {install_seconds}
-  rendezvous    {name, node, expected, comm_id?} -> {joined, barrier_epoch?} once ``expected``
-                nodes joined ``name``; with comm_id, the epoch its barrier switches released
-                (a new job on an existing communicator resumes its barriers from there)
+  rendezvous    {name, node, members | comm_id, expected?} -> {joined, barrier_epoch?} once
+                every member joined ``name`` (the communicator's members with comm_id);
+                with comm_id, the epoch its barrier switches released (a new job on an
+                existing communicator resumes its barriers from there)
   status        {} -> {communicators: {id: members}, restarts}
 
 The caller is who the connection says (:mod:`controller.callers`): a host's node id, or the
 operator. A ``node`` in a request body must be the caller's own (the operator may name any).
 Only members may free, split or ask for trees of a communicator, and a host may only create
-communicators it belongs to, at most ``comms_per_caller`` at once. Each connection has at most
+communicators it belongs to; one with other members only once every member asked for it
+(:mod:`controller.consent`). Each host is charged for every communicator it created, consented
+to or got from a split, at most ``comms_per_caller`` at once. Rendezvous are defined by their
+members and bounded per node (:mod:`controller.rendezvous`). Each connection has at most
 ``in_flight`` requests open, each request line is bounded, and every request is validated
 before any state changes (``controller.runtime``).
 """
@@ -29,33 +33,22 @@ import collections
 import contextlib
 import json
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from controller.callers import OPERATOR, Caller, CallerOf, NetnsCallers, peer_pid
 from controller.communicators import Communicators
+from controller.consent import Consents
 from controller.desired_state import Membership
+from controller.refusals import Refused
+from controller.rendezvous import Meetings
 from controller.runtime import CommunicatorError, ControlPlane
 
 LOG = logging.getLogger(__name__)
 MAX_LINE = 1 << 20
 MAX_NAME = 200  # characters of a rendezvous name
-MAX_RENDEZVOUS = 256  # meetings open at once
 
-
-class Refused(CommunicatorError):
-    """The caller may not do what it asked."""
-
-
-@dataclass
-class _Rendezvous:
-    expected: int
-    joined: set[int] = field(default_factory=set)
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    answer: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    answered: int = 0
+__all__ = ["CommService", "Refused"]
 
 
 class CommService:
@@ -75,8 +68,11 @@ class CommService:
         self.comms_per_caller = comms_per_caller
         self.in_flight = in_flight
         self._server: asyncio.AbstractServer | None = None
-        self._rendezvous: dict[str, _Rendezvous] = {}
-        self._created_by: dict[int, int] = {}  # communicator -> the host that created it
+        self.meetings = Meetings(control.released_barrier_epoch)
+        self.consents = Consents()
+        # communicator -> the hosts charged for it (its creator, consenting members, a
+        # split's parts' members)
+        self._charged: dict[int, frozenset[int]] = {}
         self._open: collections.Counter[Caller] = collections.Counter()  # requests in flight
         self.requests = 0
         self.refused = 0
@@ -87,6 +83,9 @@ class CommService:
         self._server = await asyncio.start_unix_server(
             self._client, path=str(self.path), limit=MAX_LINE
         )
+        # unprivileged agents (host_agents/privileges.py) connect too: who they are comes from
+        # the connection (controller/callers.py), not from the socket's permissions
+        self.path.chmod(0o666)
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -196,43 +195,74 @@ class CommService:
             return
         if caller.node not in members:
             raise Refused(f"{caller} may only create communicators it is a member of")
-        live = sum(
+        self._may_charge([caller.node])
+
+    def charged_to(self, node: int) -> int:
+        """Live communicators ``node`` is charged for."""
+        return sum(
             1
-            for comm_id, creator in self._created_by.items()
-            if creator == caller.node and comm_id in self.control.comms
+            for comm_id, nodes in self._charged.items()
+            if node in nodes and comm_id in self.control.comms
         )
-        if live >= self.comms_per_caller:
-            raise Refused(
-                f"{caller} already created {live} communicators (at most "
-                f"{self.comms_per_caller} at once); free some first"
+
+    def _may_charge(self, nodes: list[int]) -> None:
+        for node in nodes:
+            live = self.charged_to(node)
+            if live >= self.comms_per_caller:
+                raise Refused(
+                    f"node {node} already has {live} communicators it created or split (at "
+                    f"most {self.comms_per_caller} at once); free some first"
+                )
+
+    def _charge(self, comm_id: int, nodes: tuple[int, ...]) -> None:
+        self._charged = {k: v for k, v in self._charged.items() if k in self.control.comms}
+        self._charged[comm_id] = frozenset(nodes)
+
+    async def _create(self, request: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        members = [int(n) for n in request["members"]]
+        self._may_create(members, caller)
+        membership = request.get("membership")
+        roots = (
+            tuple(int(r) for r in request["roots"]) if request.get("roots") is not None else None
+        )
+
+        async def install() -> dict[str, Any]:
+            if caller.node is not None:
+                self._may_charge(members)
+            report = await self.control.create(
+                members,
+                roots=roots,
+                membership=Membership(membership) if membership else None,
             )
+            if caller.node is not None:
+                self._charge(report.comm_id, tuple(members))
+            return {"comm_id": report.comm_id, "install_seconds": report.seconds}
+
+        if caller.node is None or set(members) == {caller.node}:
+            return await install()
+        # other hosts in it: installed once every member asked for the same communicator
+        key = (tuple(members), roots, membership)
+        return dict(await self.consents.agree(key, caller.node, frozenset(members), install))
 
     async def handle(self, request: dict[str, Any], caller: Caller = OPERATOR) -> dict[str, Any]:
         op = request.get("op")
         control = self.control
         if op == "create":
-            members = [int(n) for n in request["members"]]
-            self._may_create(members, caller)
-            membership = request.get("membership")
-            report = await control.create(
-                members,
-                roots=tuple(int(r) for r in request["roots"])
-                if request.get("roots") is not None
-                else None,
-                membership=Membership(membership) if membership else None,
-            )
-            if caller.node is not None:
-                self._created_by[report.comm_id] = caller.node
-            return {"comm_id": report.comm_id, "install_seconds": report.seconds}
+            return await self._create(request, caller)
         if op == "split":
             comm_id = int(request["comm_id"])
             node = self._node(request, caller)
             self._member(comm_id, caller, "split it")
             answer = await self.communicators.split(
-                comm_id, node, int(request["color"]), int(request["key"])
+                comm_id,
+                node,
+                int(request["color"]),
+                int(request["key"]),
+                admit=self._admit_split,
             )
             if answer is None:
                 return {"comm_id": None}
+            self._charge(answer[0], answer[1])
             return {"comm_id": answer[0], "members": list(answer[1])}
         if op == "free":
             comm_id = int(request["comm_id"])
@@ -244,7 +274,7 @@ class CommService:
             else:
                 removed = await self.communicators.free(comm_id, self._node(request, caller))
             if removed:
-                self._created_by.pop(comm_id, None)
+                self._charged.pop(comm_id, None)
             return {"removed": removed}
         if op == "ensure_trees":
             comm_id = int(request["comm_id"])
@@ -252,23 +282,7 @@ class CommService:
             report = await control.ensure_trees(comm_id, int(request["root"]))
             return {"install_seconds": report.seconds}
         if op == "rendezvous":
-            on = request.get("comm_id")
-            meet_on = None if on is None else int(on)
-            if meet_on is not None:
-                self._member(meet_on, caller, "meet on it")
-            name = str(request["name"])
-            expected = int(request["expected"])
-            if len(name) > MAX_NAME or not 0 < expected <= self.control.topo.num_hosts:
-                raise ValueError(
-                    f"rendezvous: a name of at most {MAX_NAME} characters and 1.."
-                    f"{self.control.topo.num_hosts} nodes expected"
-                )
-            return await self._join(
-                name,
-                self._node(request, caller),
-                expected,
-                meet_on,
-            )
+            return await self._rendezvous(request, caller)
         if op == "status":
             return {
                 "communicators": {str(k): list(v.members) for k, v in control.comms.items()},
@@ -276,26 +290,32 @@ class CommService:
             }
         raise ValueError(f"unknown op {op!r}")
 
-    async def _join(
-        self, name: str, node: int, expected: int, comm_id: int | None
-    ) -> dict[str, Any]:
-        if name not in self._rendezvous and len(self._rendezvous) >= MAX_RENDEZVOUS:
-            raise Refused(f"{MAX_RENDEZVOUS} rendezvous are open already")
-        meeting = self._rendezvous.setdefault(name, _Rendezvous(expected))
-        meeting.joined.add(node)
-        if len(meeting.joined) >= expected and not meeting.done.is_set():
-            answer: dict[str, Any] = {"joined": len(meeting.joined)}
-            try:
-                if comm_id is not None:
-                    answer["barrier_epoch"] = await self.control.released_barrier_epoch(comm_id)
-                meeting.answer = answer
-            except Exception as exc:
-                meeting.error = f"rendezvous {name!r}: {exc}"
-            meeting.done.set()
-        await meeting.done.wait()
-        meeting.answered += 1
-        if meeting.answered >= meeting.expected:
-            self._rendezvous.pop(name, None)
-        if meeting.error is not None:
-            raise RuntimeError(meeting.error)
-        return meeting.answer
+    def _admit_split(self, parts: list[tuple[int, ...]]) -> None:
+        """A split's parts are charged to their members (each called split: consent)."""
+        self._may_charge([m for part in parts for m in part])
+
+    async def _rendezvous(self, request: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        on = request.get("comm_id")
+        meet_on = None if on is None else int(on)
+        name = str(request["name"])
+        if len(name) > MAX_NAME:
+            raise ValueError(f"rendezvous: a name of at most {MAX_NAME} characters")
+        if meet_on is not None:
+            self._member(meet_on, caller, "meet on it")
+            members = frozenset(self.control.comms[meet_on].members)
+            if (
+                request.get("members") is not None
+                and {int(m) for m in request["members"]} != members
+            ):
+                raise ValueError(f"rendezvous: members are not communicator {meet_on}'s")
+        elif request.get("members") is not None:
+            members = frozenset(int(m) for m in request["members"])
+        else:
+            raise ValueError("rendezvous: name the members or the communicator that meets")
+        hosts = {h.node_id for h in self.control.topo.hosts}
+        if not members or not members <= hosts:
+            raise ValueError("rendezvous: members must be hosts of the topology")
+        expected = request.get("expected")
+        if expected is not None and int(expected) != len(members):
+            raise ValueError(f"rendezvous: {int(expected)} expected, {len(members)} members")
+        return await self.meetings.join(name, self._node(request, caller), members, meet_on)

@@ -22,9 +22,11 @@ from controller.switch_rules import MASK32 as MASK32
 from controller.switch_rules import AggKey as AggKey
 from controller.switch_rules import AggVerdict as AggVerdict
 from controller.switch_rules import LaneMode as LaneMode
+from controller.switch_rules import ack_cum_merge as ack_cum_merge
 from controller.switch_rules import ack_sends_up as ack_sends_up
 from controller.switch_rules import agg_admission_reason as agg_admission_reason
 from controller.switch_rules import agg_classify as agg_classify
+from controller.switch_rules import agg_epoch_in_window as agg_epoch_in_window
 from controller.switch_rules import agg_key_relation as agg_key_relation
 from controller.switch_rules import epoch_after as epoch_after
 from controller.switch_rules import generation_status as generation_status
@@ -95,6 +97,7 @@ class SwitchModel:
         self.agg_arrived = [0] * s.agg_slots
         self.agg_lanes = [0] * (s.agg_slots * s.agg_lanes)
         self.ack_cells = [(0, 0)] * (s.ack_slots * s.ack_window)  # (tag, child bitmap)
+        self.ack_cums = [(0, 0)] * (s.ack_slots * s.ack_window)  # (tag, lowest cum claimed)
 
     # -- register writes the control plane makes by mini packet, applied directly ----------
 
@@ -426,10 +429,13 @@ class SwitchModel:
         cell_tag, stored = self.ack_cells[index]
         previous = stored if cell_tag == tag else 0
         self.ack_cells[index] = (tag, previous | in_bit)
+        cum_tag, stored_cum = self.ack_cums[index]
+        cum = ack_cum_merge(cum_tag, stored_cum, tag, coll.seq)
+        self.ack_cums[index] = (tag, cum)
         if not ack_sends_up(previous, in_bit, entry.child_mask):
             d.drop_reason = DropReason.ABSORBED
             return
-        parsed.coll = coll.with_(src_node=self.state.node_id)
+        parsed.coll = coll.with_(src_node=self.state.node_id, seq=cum)
         d.out_kind = OUT_UNICAST
         d.out_port = entry.parent_port
 
@@ -454,6 +460,10 @@ class SwitchModel:
         in_bit = self.port_bit(in_port)
         is_result = coll.op == Op.RESULT
         reason = agg_admission_reason(coll.op, in_port, in_bit, child_mask, parent)
+        if reason == DropReason.NONE and not agg_epoch_in_window(
+            coll.op, coll.epoch, self.barrier_released[comm], self.sizes.barrier_window
+        ):
+            reason = DropReason.OUT_OF_WINDOW
         if reason != DropReason.NONE:
             d.drop_reason = reason
             return

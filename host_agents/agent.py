@@ -6,7 +6,7 @@ checks every byte it received, and writes its per-rank results as JSON.
 
     netcoll-agent --node 3 --topology /tmp/netcoll-run/topology.json --interface nch3-eth0 \
         --service /tmp/netcoll-run/service.sock --workload RUN/workload.json \
-        --out RUN/results/3.json
+        --out RUN/results/3/result.json
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
         released = await service.rendezvous(
             workload.rendezvous,
             args.node,
-            len(workload.members),
+            tuple(workload.members),
             timeout=args.start_timeout,
             comm_id=workload.comm_id if workload.innet else None,
         )

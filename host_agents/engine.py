@@ -52,7 +52,6 @@ from host_agents.transport.multicast_receiver import MulticastReceiver
 from host_agents.transport.multicast_root import McastRoot, MulticastRoots
 from host_agents.transport.probes import Probes
 from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests
-from host_agents.transport.stamps import NO_STAMP
 from host_agents.transport.switch_reduce import SwitchReduce
 from host_agents.transport.unicast import Unicast
 
@@ -278,8 +277,8 @@ class Engine:
             held = None if ack.msg_len == wire.HELD_UNKNOWN else ack.msg_len / 1e6
             self._roots.on_duplicate(key, ack.seg_idx, held)
         # only a switch-merged ACK echoes a send stamp (the receivers' own, passed on unchanged)
-        echo = ack.stamp if ack.flags & Flag.MERGE else NO_STAMP
-        if self._roots.on_ack(key, ack.src_node, ack.seq, echo):
+        merged = (ack.seg_idx, ack.seg_count, ack.stamp) if ack.flags & Flag.MERGE else None
+        if self._roots.on_ack(key, ack.src_node, ack.seq, merged):
             return
         if ack.root_node == self.node:
             return  # a late ACK for a multicast this node finished rooting

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from host_agents.privileges import dropping, own_directory
 from host_agents.report import Row, aggregate
 from host_agents.workload import Workload
 
@@ -119,7 +120,7 @@ class Launcher:
                 f"node {node}: exited with status {status} without results: {last}"
             )
         for node in workload.members:
-            path = run / "results" / f"{node}.json"
+            path = self._out(run, node)
             if not path.exists():
                 if node in crashed:
                     continue
@@ -155,7 +156,7 @@ class Launcher:
                 if status is None:
                     continue
                 del running[node]
-                if status != 0 and not (run / "results" / f"{node}.json").exists():
+                if status != 0 and not self._out(run, node).exists():
                     crashed[node] = status
             if crashed or not running:
                 return crashed
@@ -172,8 +173,16 @@ class Launcher:
         lines = path.read_text(errors="replace").strip().splitlines() if path.exists() else []
         return lines[-1] if lines else "no log"
 
+    @staticmethod
+    def _out(run: Path, node: int) -> Path:
+        """Where agent ``node`` writes its results: a directory only it may write."""
+        return run / "results" / str(node) / "result.json"
+
     def _argv(self, node: int, run: Path) -> list[str]:
+        """The agent's command: unprivileged (host_agents/privileges.py)."""
+        own_directory(self._out(run, node).parent, node)
         return [
+            *dropping(node),
             self.python,
             "-m",
             "host_agents.agent",
@@ -188,7 +197,7 @@ class Launcher:
             "--workload",
             str(run / "workload.json"),
             "--out",
-            str(run / "results" / f"{node}.json"),
+            str(self._out(run, node)),
             "--log-level",
             self.log_level,
         ]

@@ -102,12 +102,23 @@ class ServiceClient:
         return float(reply["install_seconds"])
 
     async def rendezvous(
-        self, name: str, node: int, expected: int, timeout: float, comm_id: int | None = None
+        self,
+        name: str,
+        node: int,
+        members: tuple[int, ...],
+        timeout: float,
+        comm_id: int | None = None,
     ) -> int | None:
-        """Wait until ``expected`` nodes joined ``name``; with ``comm_id``, returns the barrier
-        epoch the switches released for it (None without)."""
+        """Wait until every one of ``members`` joined ``name``; with ``comm_id`` (whose
+        members they are), returns the barrier epoch the switches released for it (None
+        without)."""
         reply = await self.call(
-            "rendezvous", timeout=timeout, name=name, node=node, expected=expected, comm_id=comm_id
+            "rendezvous",
+            timeout=timeout,
+            name=name,
+            node=node,
+            members=list(members),
+            comm_id=comm_id,
         )
         epoch = reply.get("barrier_epoch")
         return None if epoch is None else int(epoch)

@@ -157,9 +157,29 @@ def scenario_ack_merge_after_restart(sut: SwitchUnderTest) -> None:
     assert send_ack(sut, 3, 3) == {1: 1}
 
 
+def scenario_ack_merge_sends_up_the_lowest_claim(sut: SwitchUnderTest) -> None:
+    """Issue 32, High 4: the child that completes a cell claiming cum = seg_count (a member
+    that withheld its checkpoint) cannot raise what goes up: the cell's lowest claim does. A
+    leader's repeat at the complete cell carries the same."""
+    sut.configure(with_trees(base_state(sut)))
+    assert send_ack(sut, 2, 1) == {} and send_ack(sut, CHILD_PORT, 1) == {}
+    out = sut.send(3, ack_frame(3, 1, seq=SEG_COUNT))
+    assert ports_of(out) == {1: 1}
+    assert parsed(out)[1][0].hdr.seq == 16
+    again = sut.send(2, ack_frame(2, 1, seq=SEG_COUNT))
+    assert ports_of(again) == {1: 1}
+    assert parsed(again)[1][0].hdr.seq == 16
+    # a new epoch starts the claim again
+    assert send_ack(sut, 2, 1, epoch=2, seq=SEG_COUNT) == {}
+    assert send_ack(sut, 3, 1, epoch=2, seq=SEG_COUNT) == {}
+    final = sut.send(CHILD_PORT, ack_frame(CHILD_PORT, 1, epoch=2, seq=SEG_COUNT))
+    assert parsed(final)[1][0].hdr.seq == SEG_COUNT
+
+
 ACKMERGE_SCENARIOS = [
     scenario_ack_merge_one_ack_after_every_child,
     scenario_ack_merge_inner_switch_reordering,
     scenario_ack_merge_admission_and_ranges,
     scenario_ack_merge_after_restart,
+    scenario_ack_merge_sends_up_the_lowest_claim,
 ]

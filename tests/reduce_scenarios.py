@@ -351,6 +351,22 @@ def scenario_reduce_last_chunk_releases_its_epoch(sut: SwitchUnderTest) -> None:
     assert released_epoch(sut) == 11
 
 
+def scenario_reduce_far_ahead_epoch_is_out_of_window(sut: SwitchUnderTest) -> None:
+    """Issue 32, Medium 7: a member's REDUCE far ahead of the released epoch is dropped before
+    it takes a slot (it used to start the slot FRESH, and every honest, older contribution was
+    then dropped as stale); the honest instance completes."""
+    sut.configure(base_state(sut))
+    write_barrier(sut, COMM, 1, parent=0, children=(1, 2))
+    check = Checker(sut)
+    check.mark()
+    for far in (1000, 0x7FFF, 6):  # released is 0; the window is 4 epochs
+        assert ports_of(send_agg(sut, 1, [666] * LANES, epoch=far)) == {}
+    assert check.new_drops() == {DropReason.OUT_OF_WINDOW: 3}
+    assert ports_of(send_agg(sut, 1, [1] * LANES, epoch=1)) == {}
+    out = send_agg(sut, 2, [2] * LANES, epoch=1)
+    assert lanes_out(out, 1) == lanes_out(out, 2) == [3] * LANES
+
+
 REDUCE_SCENARIOS = [
     scenario_reduce_every_op_on_a_root,
     scenario_reduce_duplicates_never_add_twice,
@@ -360,4 +376,5 @@ REDUCE_SCENARIOS = [
     scenario_reduce_admission_and_ranges,
     scenario_reduce_malformed_lane_counts,
     scenario_reduce_last_chunk_releases_its_epoch,
+    scenario_reduce_far_ahead_epoch_is_out_of_window,
 ]

@@ -27,6 +27,7 @@ from host_agents.transport.inbox import Inbox
 from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.messages import Incoming, Source, segment_count
+from host_agents.transport.nack_bounds import lacking as nack_lacking
 
 # CoRoots.patience: a D-SACK doubles it up to PATIENCE_MAX; it halves every half-life
 # without one (seconds: longer than a loaded emulator's bursts, short against a run)
@@ -261,19 +262,18 @@ class CoRoots:
         seg_count = segment_count(source.size, self.cfg.segment_size)
         now = self.loop.time()
         lacking: list[tuple[int, int]] = []
-        for first, count in ranges:
-            for seg in range(first, min(first + count, seg_count)):
-                if have is not None and not have[seg]:
-                    if lacking and sum(lacking[-1]) == seg:
-                        lacking[-1] = (lacking[-1][0], lacking[-1][1] + 1)
-                    else:
-                        lacking.append((seg, 1))
-                elif now - agg.repaired.get((member, seg), -1e9) >= self.cfg.nack_delay * 2:
-                    agg.repaired[(member, seg)] = now
-                    send_mcast_segment(
-                        self.endpoint, key, source, seg, Flag.REPAIR, repair_to=member
-                    )
-                    self.endpoint.stats.coroot_repairs += 1
+        # what the member acknowledged is not lacking; at most a window per NACK (nack_bounds)
+        floor = agg.cum.get(member, 0)
+        for seg in nack_lacking(ranges, floor=floor, end=seg_count, cap=self.cfg.mcast_window):
+            if have is not None and not have[seg]:
+                if lacking and sum(lacking[-1]) == seg:
+                    lacking[-1] = (lacking[-1][0], lacking[-1][1] + 1)
+                else:
+                    lacking.append((seg, 1))
+            elif now - agg.repaired.get((member, seg), -1e9) >= self.cfg.nack_delay * 2:
+                agg.repaired[(member, seg)] = now
+                send_mcast_segment(self.endpoint, key, source, seg, Flag.REPAIR, repair_to=member)
+                self.endpoint.stats.coroot_repairs += 1
         return lacking
 
     def _probe(self, key: McastKey, seg_count: int) -> None:

@@ -15,9 +15,11 @@ class EngineError(Exception):
 
 
 class PeerTimeout(EngineError):
-    def __init__(self, peer: int, what: str, seconds: float) -> None:
-        super().__init__(f"no progress from node {peer} for {seconds:.1f} s while {what}")
+    def __init__(self, peer: int, what: str, seconds: float, behind: tuple[int, ...] = ()) -> None:
+        more = f" (receivers that may be behind it: nodes {list(behind)})" if behind else ""
+        super().__init__(f"no progress from node {peer} for {seconds:.1f} s while {what}{more}")
         self.peer = peer
+        self.behind = behind  # the receivers a co-root or switch reports for
 
 
 class SizeMismatch(EngineError):
@@ -106,6 +108,9 @@ class EngineConfig:
     # an unfinished early message that gets no segment for this long is dropped: its sender
     # has given up by then (peer_timeout), so only a stale or forged one is lost
     early_idle_timeout: float = 30.0
+    # a complete early message nobody claims for this long is dropped too: otherwise a member
+    # could pin the early budget for good with messages nobody will ask for
+    early_complete_timeout: float = 300.0
     # a freed communicator keeps re-acknowledging what it completed this long (a peer whose
     # last ACK from us was lost is still retransmitting), then everything kept for it goes
     comm_linger: float = 15.0

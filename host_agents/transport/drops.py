@@ -9,6 +9,11 @@ from controller import wire
 from host_agents.transport.config import EngineStats
 
 LOG = logging.getLogger("host_agents.engine")  # where the engine logged them before
+# distinct reasons counted; any further one counts under OTHER. A reason's key is its text
+# before the first colon, so what follows (sizes, ids) never makes a key of its own, and no
+# sender can make the counters grow without bound
+MAX_REASONS = 64
+OTHER = "other reasons"
 
 
 class DropLog:
@@ -19,6 +24,8 @@ class DropLog:
 
     def __call__(self, reason: str, hdr: wire.Header | None) -> None:
         key = reason.split(":")[0]
+        if key not in self.stats.dropped and len(self.stats.dropped) >= MAX_REASONS:
+            key = OTHER
         self.stats.dropped[key] += 1
         seen = self._seen[key]
         self._seen[key] += 1

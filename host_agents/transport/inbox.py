@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 from controller import wire
 from host_agents.transport.config import EngineError, SizeMismatch
-from host_agents.transport.early import EarlyBudget
+from host_agents.transport.early import EarlyBudget, segment_charge, start_charge
 from host_agents.transport.endpoint import Endpoint
-from host_agents.transport.keys import MessageKey
+from host_agents.transport.keys import McastKey, MessageKey
 from host_agents.transport.messages import Incoming, segment_count
 
 # completed messages up to this many segments keep their arrival times for D-SACKs (larger
@@ -79,7 +79,11 @@ class Inbox:
             if not self.early.may_start(sender):
                 drop("too many messages nobody has asked for yet from one sender", hdr)
                 return None
+            if not self.early.charge(sender, start_charge(seg_count)):
+                drop("too much data nobody has asked for yet", hdr)
+                return None
             msg = Incoming(self.endpoint.loop, key, hdr.msg_len, seg_count, early_sender=sender)
+            msg.early_charged = start_charge(seg_count)
             self.early.started(sender)
             self.messages[key] = msg
             self._arm_sweep()
@@ -88,10 +92,15 @@ class Inbox:
         if (
             msg.early
             and not msg.received[hdr.seg_idx]
-            and not self.early.charge(sender, len(payload))
+            and not self.early.charge(sender, segment_charge(len(payload)), msg)
         ):
             drop("too much data nobody has asked for yet", hdr)
             return None
+        if isinstance(key, McastKey):  # who vouches for the content (transport/digests.py)
+            if hdr.src_node == hdr.root_node:
+                msg.root_digest = hdr.seq or msg.root_digest
+            elif not msg.received[hdr.seg_idx]:
+                msg.coroot_copy = True
         new = msg.place(hdr.seg_idx, payload, self.cfg.segment_size)
         if not new:
             self.endpoint.stats.duplicates += 1
@@ -100,7 +109,7 @@ class Inbox:
     def _fits(self, msg: Incoming, hdr: wire.Header) -> bool:
         drop = self.endpoint.drop
         if hdr.msg_len != msg.size or hdr.seg_count != msg.seg_count:
-            drop(f"message of {hdr.msg_len} bytes where {msg.size} are expected", hdr)
+            drop(f"message size not the expected one: {hdr.msg_len} bytes, not {msg.size}", hdr)
             if not msg.done.done():
                 msg.done.set_exception(
                     SizeMismatch(hdr.src_node, f"message tag {hdr.tag}", msg.size, hdr.msg_len)
@@ -160,7 +169,8 @@ class Inbox:
     def _arm_sweep(self) -> None:
         if self._sweep is None:
             self._sweep = self.endpoint.loop.call_later(
-                self.cfg.early_idle_timeout / 2, self._sweep_early
+                min(self.cfg.early_idle_timeout, self.cfg.early_complete_timeout) / 2,
+                self._sweep_early,
             )
 
     def _sweep_early(self) -> None:
@@ -168,10 +178,11 @@ class Inbox:
         self._sweep = None
         now = self.endpoint.loop.time()
         for key, msg in list(self.messages.items()):
-            if (
-                msg.early
-                and not msg.done.done()
-                and now - msg.last_arrival > self.cfg.early_idle_timeout
+            idle = now - msg.last_arrival
+            if msg.early and (
+                idle > self.cfg.early_idle_timeout
+                if not msg.done.done()
+                else idle > self.cfg.early_complete_timeout
             ):
                 del self.messages[key]
                 msg.cancel_timers()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from host_agents.transport.digests import CorruptCopy, digest_of
 from host_agents.transport.feedback import SACK_BITS
 from host_agents.transport.keys import MessageKey
 
@@ -42,6 +43,7 @@ class Source:
         self.size = len(self.view)
         self.available = self.size
         self._listeners: list[Callable[[], None]] = []
+        self.digest = 0  # digests.digest_of the content, once complete (0: not computed yet)
 
     def subscribe(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
@@ -78,6 +80,11 @@ class Incoming(Source):
         self.parked: dict[int, bytes] | None = {} if early_sender is not None else None
         self.early_sender = early_sender
         self.parked_bytes = 0
+        self.early_charged = 0  # bytes charged to the early budgets (transport/early.py)
+        # a multicast's content as its root says it is (transport/digests.py), and whether
+        # any segment came from someone else (a co-root's repair)
+        self.root_digest = 0
+        self.coroot_copy = False
         self.loop = loop
         self.last_arrival = loop.time()
         # when each segment first arrived, for the hold time a D-SACK reports (only what
@@ -126,6 +133,11 @@ class Incoming(Source):
             self._grown()
         if self.n_received == self.seg_count and not self.done.done():
             self.materialize(segment_size)
+            if self.coroot_copy and self.root_digest and digest_of(self.data) != self.root_digest:
+                self.done.set_exception(
+                    CorruptCopy(f"{self.key}: co-root repairs do not match the root's digest")
+                )
+                return True
             self.done.set_result(self.data)
         return True
 

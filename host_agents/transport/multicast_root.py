@@ -21,7 +21,9 @@ from host_agents.transport.config import PeerTimeout
 from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
+from host_agents.transport.merged_claims import SentStamps, claim_refusal
 from host_agents.transport.messages import Source, segment_bounds, segment_count
+from host_agents.transport.nack_bounds import asker_unit, lacking
 from host_agents.transport.rtt import RttEstimate
 from host_agents.transport.stamps import NO_STAMP, echoed_round_trip
 
@@ -51,6 +53,7 @@ class McastRoot:
         # the root merges the ACKs of its own dragonfly group
         members = plan.aggregates.get(endpoint.node)
         self.group = Aggregator(members, endpoint.node) if members is not None else None
+        self.aggregates = plan.aggregates  # who reports whom: NACK askers (nack_bounds)
         self.rto_max = cfg.rto_max if rtt.cap is None else rtt.cap  # the tree's (below)
         self.next_new = 0
         self.last_repair: dict[int, float] = {}  # segment -> when it went down the tree again
@@ -70,6 +73,7 @@ class McastRoot:
         self.timer: asyncio.TimerHandle | None = None
         self.sent_at: dict[int, float] = {}  # first transmission of each segment (Karn)
         self.last_sent: dict[int, float] = {}  # latest transmission of each, repairs included
+        self.stamps = SentStamps()  # what a switch-merged ACK may echo
         self.rtt = rtt  # to the slowest ACK source, shared by the multicasts of this tree
         # doubles on each timeout of this multicast only, not the tree's: with 71 receivers
         # under loss almost every multicast has some segment repaired, so a clean sample
@@ -84,6 +88,23 @@ class McastRoot:
     @property
     def slowest(self) -> int:
         return min(self.cum.values()) if self.cum else self.seg_count
+
+
+def receivers_behind(root: McastRoot, laggards: list[int]) -> tuple[int, ...]:
+    """The receivers the silent ACK sources report for: a co-root's group, the root's own
+    group members still behind, every receiver behind a merging switch."""
+    behind: set[int] = set()
+    for source in laggards:
+        if root.group is not None and source == root.key.root:
+            behind |= {m for m, c in root.group.cum.items() if c < root.seg_count}
+        elif source in root.aggregates:
+            behind |= set(root.aggregates[source])
+        elif source in root.receivers:
+            behind.add(source)
+        else:
+            behind |= set(root.receivers)  # a switch merges the ACKs: anyone may be behind
+    behind.discard(root.key.root)
+    return tuple(sorted(behind))
 
 
 class MulticastRoots:
@@ -180,9 +201,10 @@ class MulticastRoots:
             root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
 
     def _transmit(self, root: McastRoot, seg: int, *, retransmit: bool) -> None:
-        send_mcast_segment(
+        stamp = send_mcast_segment(
             self.endpoint, root.key, root.source, seg, Flag.RETRANSMIT if retransmit else Flag.NONE
         )
+        root.stamps.record(seg, stamp)
         if retransmit:
             self._remember_resend(root, seg)
             root.last_repair[seg] = root.last_sent[seg] = self.loop.time()
@@ -192,7 +214,10 @@ class MulticastRoots:
 
     def _repair_one(self, root: McastRoot, seg: int, node: int) -> None:
         """Segment ``seg`` by unicast to ``node`` alone (a repair, not down the tree)."""
-        send_mcast_segment(self.endpoint, root.key, root.source, seg, Flag.REPAIR, repair_to=node)
+        stamp = send_mcast_segment(
+            self.endpoint, root.key, root.source, seg, Flag.REPAIR, repair_to=node
+        )
+        root.stamps.record(seg, stamp)
         root.sent_at.pop(seg, None)  # Karn: no round-trip sample from it
         self.endpoint.stats.retransmissions += 1
         self._remember_resend(root, seg)
@@ -232,7 +257,12 @@ class MulticastRoots:
         if waited > self.cfg.peer_timeout:
             laggards = [n for n, c in root.cum.items() if c < root.seg_count]
             root.done.set_exception(
-                PeerTimeout(laggards[0], f"multicasting to {len(laggards)} receivers", waited)
+                PeerTimeout(
+                    laggards[0],
+                    f"multicasting to {len(laggards)} receivers",
+                    waited,
+                    receivers_behind(root, laggards),
+                )
             )
             return
         first = root.slowest
@@ -265,13 +295,37 @@ class MulticastRoots:
                 return list(root.receivers)  # the switches merge the ACKs: anyone may be behind
         return behind
 
-    def on_ack(self, key: McastKey, member: int, cum: int, echo: int = NO_STAMP) -> bool:
+    def on_ack(
+        self,
+        key: McastKey,
+        member: int,
+        cum: int,
+        merged: tuple[int, int, int] | None = None,
+    ) -> bool:
         """An ACK (merged by a co-root or the switches, or from a member of the root's own
-        group; a switch-merged one ``echo``-ing the stamp of the copy that prompted it); False
-        when this node roots no multicast ``key``."""
+        group; a switch-merged one has ``merged`` = its (checkpoint, seg_count, echo of the
+        stamp of the copy that prompted it)); False when this node roots no multicast
+        ``key``."""
         root = self._roots.get(key)
         if root is None:
             return False
+        echo = NO_STAMP
+        if merged is not None:
+            # a switch-merged ACK: its claim is checked against what this root sent
+            checkpoint, seg_count, echo = merged
+            every = max(1, self.cfg.ack_every)
+            refusal = claim_refusal(
+                checkpoint,
+                cum,
+                seg_count,
+                root_seg_count=root.seg_count,
+                every=every,
+                sent=root.next_new,
+            )
+            if refusal is not None:
+                self.endpoint.drop(refusal, None)
+                return True
+            echo = root.stamps.echo_for(echo, checkpoint, root.seg_count, every)
         if member in root.cum:
             self._ack(root, member, cum, echo)
         elif root.group is not None:  # a member of the root's own group
@@ -330,19 +384,23 @@ class MulticastRoots:
         # window to open NACKs a tail the root sends just then. A moment, not a round trip: on
         # a loaded host the round trip grows to seconds, and real losses must not wait that long
         in_flight = min(root.rtt.srtt or self.cfg.tail_delay, 2 * self.cfg.tail_delay)
-        for first, count in ranges:
-            for seg in range(first, min(first + count, root.next_new)):
-                if now - root.last_repair.get(seg, -1e9) < interval:
-                    continue  # the whole tree got it again just now
-                if now - root.sent_at.get(seg, -1e9) < in_flight:
-                    continue
-                askers = root.askers.setdefault(seg, {})
-                askers[requester or 0] = now
-                recent = sum(1 for at in askers.values() if now - at < interval)
-                if requester is None or recent >= MULTICAST_REPAIR_ASKERS:
-                    self._transmit(root, seg, retransmit=True)
-                    askers.clear()
-                elif now - root.unicast_repair.get((requester, seg), -1e9) >= interval:
-                    root.unicast_repair[(requester, seg)] = now
-                    self._repair_one(root, seg, requester)
+        # what the asker acknowledged, and what everybody did, is not lacking
+        unit = 0 if requester is None else asker_unit(requester, root.aggregates, root.key.root)
+        floor = max(root.slowest, root.cum.get(unit, 0))  # a co-root's report covers its group
+        if requester is not None and root.group is not None:
+            floor = max(floor, root.group.cum.get(requester, 0))
+        for seg in lacking(ranges, floor=floor, end=root.next_new, cap=self.cfg.mcast_window):
+            if now - root.last_repair.get(seg, -1e9) < interval:
+                continue  # the whole tree got it again just now
+            if now - root.sent_at.get(seg, -1e9) < in_flight:
+                continue
+            askers = root.askers.setdefault(seg, {})
+            askers[unit] = now
+            recent = sum(1 for at in askers.values() if now - at < interval)
+            if requester is None or recent >= MULTICAST_REPAIR_ASKERS:
+                self._transmit(root, seg, retransmit=True)
+                askers.clear()
+            elif now - root.unicast_repair.get((requester, seg), -1e9) >= interval:
+                root.unicast_repair[(requester, seg)] = now
+                self._repair_one(root, seg, requester)
         return True

@@ -15,6 +15,11 @@
  * up again, so each repeat round brings one ACK to the root, not one per receiver, and a
  * restarted switch is rebuilt by its children's repeats. ACKs are cumulative, so a checkpoint
  * that never completes here blocks nothing.
+ * The cum that goes up is the cell's, not the completing child's: each cell also keeps the
+ * lowest cum its children claimed under its tag (ack_cum_merge), and the ACK that goes up
+ * carries that. A child that withholds its checkpoint and then completes the cell claiming
+ * cum = seg_count can only lower what goes up, never raise it past what every other child
+ * acknowledged (the root also checks cum against the checkpoint and what it sent).
  * The architecture shim owns the cells (AckState); docs/protocol.md has the state machine.
  */
 #ifndef NETCOLL_ACKMERGE_P4
@@ -78,6 +83,13 @@ control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
+/* The cell's cum with this ACK: the lowest any child claimed for the cell's tag (a cell left by
+ * another tag starts again from this ACK's). */
+bit<32> ack_cum_merge(in bit<32> stored_tag, in bit<32> stored_cum, in bit<32> tag,
+                      in bit<32> cum) {
+    return (stored_tag == tag && stored_cum < cum) ? stored_cum : cum;
+}
+
 /* Does this ACK go up, given the cell's bitmap before it? When it completes the cell, or
  * repeats the leader child's checkpoint at a complete cell. */
 bool ack_sends_up(in port_bitmap_t previous, in port_bitmap_t in_port_bit,
@@ -99,6 +111,7 @@ control AckMergeDecide(inout headers_t hdr, inout coll_meta_t meta) {
         } else {
             /* complete here, or the leader's repeat at a complete cell: one ACK upward */
             hdr.coll.src_node = meta.my_node; /* the root accepts merged ACKs from its switch */
+            hdr.coll.seq = meta.ack_cum;      /* the cell's cum, never the child's claim */
             meta.out_kind = OUT_UNICAST;
             meta.out_port = meta.ack_parent;
         }

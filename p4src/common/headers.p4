@@ -136,6 +136,7 @@ struct coll_meta_t {
     port_bitmap_t ack_child_mask;
     bit<8> ack_generation;
     port_bitmap_t ack_previous; /* the cell's child bitmap before this ACK */
+    bit<32> ack_cum;            /* the cell's lowest cum with this ACK: what goes up */
 
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;

@@ -18,6 +18,7 @@
 
 #include "constants.p4"
 #include "headers.p4"
+#include "barrier.p4"
 
 /* Header checks before any register is indexed: comm_id names a slot row, seg_idx fits the
  * 16-bit tag, tree names an operation. */
@@ -72,6 +73,15 @@ port_bitmap_t agg_arrivals_after(in bit<8> op, in bit<8> relation, in port_bitma
 /* agg_arrived as the verdict sees it: what the slot held for this chunk before the packet. */
 port_bitmap_t agg_arrivals_before(in bit<8> relation, in port_bitmap_t stored) {
     return (relation == AGG_KEY_FRESH) ? 32w0 : stored;
+}
+
+/* A REDUCE opens an instance only within the barrier window after the released epoch, as an
+ * ARRIVE does: one far ahead would take its slot as FRESH and every honest, older contribution
+ * would then be dropped as stale. An epoch not after released is a late contribution (answered
+ * from the slot, or stale); a RESULT comes from the parent, which checked it. */
+bool agg_epoch_in_window(in bit<8> op, in epoch_t epoch, in epoch_t released) {
+    epoch_t ahead = epoch - released;
+    return op != OP_REDUCE || !epoch_after(epoch, released) || ahead <= NETCOLL_BARRIER_WINDOW;
 }
 
 /* Before the slot: may this port send this op on the communicator's tree? */

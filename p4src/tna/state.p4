@@ -370,9 +370,15 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         bool count_pass = event && meta.arch_commit_pass == 0;
         bool mp_write = meta.state_op == STATE_BARRIER_MP_WRITE;
         bool mp_read = meta.state_op == STATE_BARRIER_MP_READ;
-        /* a reduction: the tree (B1, B2), its slot (AggState), maybe the released epoch (B3) */
-        bool agg = meta.state_op == STATE_AGG_EVENT;
-        bit<32> slot = event || agg ? (bit<32>) hdr.coll.comm_id : (bit<32>) hdr.mp.slot;
+        /* a reduction: the tree (B1, B2), its slot (AggState), maybe the released epoch (B3).
+         * A REDUCE takes two passes: the first reads the released epoch (B3) and checks its
+         * epoch window (agg_epoch_in_window) before any slot is touched, the resubmitted one
+         * does the slot and may advance released: B3 cannot be read before AggState and
+         * advanced after it in one pass. A RESULT takes one. */
+        bool agg_any = meta.state_op == STATE_AGG_EVENT;
+        bool agg_window_pass = agg_any && hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0;
+        bool agg = agg_any && !agg_window_pass;
+        bit<32> slot = event || agg_any ? (bit<32>) hdr.coll.comm_id : (bit<32>) hdr.mp.slot;
 
         /* access 1: barrier_generation */
         bit<32> generation;
@@ -413,8 +419,21 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (commit_stands || agg_release || (count_pass && barrier_release_from_parent(
                 hdr.coll.op, meta.in_port, meta.bar_child_mask, meta.bar_parent))) {
             meta.bar_released = barrier_released_advance.execute(slot);
-        } else if (count_pass || mp_read) {
+        } else if (count_pass || mp_read || agg_window_pass) {
             meta.bar_released = barrier_released_read.execute(slot);
+        }
+
+        /* a REDUCE's first pass: admitted and within its window, it goes round again */
+        if (agg_window_pass) {
+            meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
+                                                    meta.bar_child_mask, meta.bar_parent);
+            if (meta.drop_reason == DROP_NONE
+                    && !agg_epoch_in_window(hdr.coll.op, hdr.coll.epoch, meta.bar_released)) {
+                meta.drop_reason = DROP_OUT_OF_WINDOW;
+            } else if (meta.drop_reason == DROP_NONE) {
+                meta.state_op = STATE_NEXT_PASS;
+            }
+            return;
         }
 
         /* the verdict, from what the accesses returned */
@@ -465,10 +484,18 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
-/* ACK-merge cells (common/ackmerge.p4): one dual-width register, one access (K1) per packet;
- * the slot's configuration comes from the ack_merge table, not from registers. */
+/* The two halves of one ACK-merge cum cell: the lowest cum claimed under the tag. */
+struct ack_cum_halves_t {
+    bit<32> cum;
+    bit<32> tag;
+}
+
+/* ACK-merge cells (common/ackmerge.p4): two dual-width registers, one access each per packet
+ * (K1 the child bitmap, K2 the lowest cum claimed); the slot's configuration comes from the
+ * ack_merge table, not from registers. */
 control AckState(inout headers_t hdr, inout coll_meta_t meta) {
     Register<barrier_cell_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cells;
+    Register<ack_cum_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cums;
 
     /* Record the child's ACK under meta.arch_cell_tag; return the bitmap before it. */
     RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(ack_cells) ack_cell_merge = {
@@ -480,15 +507,26 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
         }
     };
 
+    /* Keep the lowest cum claimed under meta.arch_cell_tag (ack_cum_merge); return it. */
+    RegisterAction<ack_cum_halves_t, bit<32>, bit<32>>(ack_cums) ack_cum_lowest = {
+        void apply(inout ack_cum_halves_t cell, out bit<32> lowest) {
+            cell.cum = ack_cum_merge(cell.tag, cell.cum, meta.arch_cell_tag, hdr.coll.seq);
+            cell.tag = meta.arch_cell_tag;
+            lowest = cell.cum;
+        }
+    };
+
     apply {
         if (meta.arch_state_elsewhere == 1) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
+        bit<32> cell_index = ack_cell_index(meta.ack_slot, hdr.coll.seg_idx);
         /* access K1: ack_cells */
         meta.arch_cell_tag = ack_cell_tag(hdr.coll.epoch, meta.ack_generation, hdr.coll.seg_idx);
-        meta.ack_previous = ack_cell_merge.execute(
-            ack_cell_index(meta.ack_slot, hdr.coll.seg_idx));
+        meta.ack_previous = ack_cell_merge.execute(cell_index);
+        /* access K2: ack_cums */
+        meta.ack_cum = ack_cum_lowest.execute(cell_index);
     }
 }
 

@@ -109,6 +109,10 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     apply {
         meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
                                                 meta.bar_child_mask, meta.bar_parent);
+        if (meta.drop_reason == DROP_NONE
+                && !agg_epoch_in_window(hdr.coll.op, hdr.coll.epoch, meta.bar_released)) {
+            meta.drop_reason = DROP_OUT_OF_WINDOW; /* BarrierState read the released epoch */
+        }
         if (meta.drop_reason != DROP_NONE) {
             return;
         }
@@ -233,9 +237,13 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
-/* ACK-merge cells (common/ackmerge.p4): the same packed {tag, bitmap} as a barrier cell. */
+/* ACK-merge cells (common/ackmerge.p4): the same packed {tag, bitmap} as a barrier cell, and
+ * beside each the packed {tag, lowest cum} its children claimed (ack_cum_merge). The index is
+ * in range: the slot was checked against NETCOLL_ACK_SLOTS (AckMergeLookup), the checkpoint is
+ * masked to the window. */
 control AckState(inout headers_t hdr, inout coll_meta_t meta) {
     register<barrier_cell_t>(NETCOLL_ACK_CELLS) ack_cells;
+    register<bit<64>>(NETCOLL_ACK_CELLS) ack_cums;
 
     action merge_ack() {
         bit<32> cell_index = ack_cell_index(meta.ack_slot, hdr.coll.seg_idx);
@@ -244,6 +252,10 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
         ack_cells.read(cell, cell_index);
         meta.ack_previous = barrier_cell_arrivals(cell, tag);
         ack_cells.write(cell_index, barrier_cell_merge(cell, tag, meta.in_port_bit));
+        bit<64> cum_cell;
+        ack_cums.read(cum_cell, cell_index);
+        meta.ack_cum = ack_cum_merge(cum_cell[63:32], cum_cell[31:0], tag, hdr.coll.seq);
+        ack_cums.write(cell_index, tag ++ meta.ack_cum);
     }
 
     apply {

@@ -150,7 +150,7 @@ def test_rendezvous_tells_a_new_job_where_the_barriers_are(
         ),
     )
     assert [a["barrier_epoch"] for a in answers] == [3, 3, 3, 3]
-    (plain,) = call(path, {"op": "rendezvous", "name": "job3", "node": 1, "expected": 1})
+    (plain,) = call(path, {"op": "rendezvous", "name": "job3", "node": 1, "members": [1]})
     assert "barrier_epoch" not in plain
     with pytest.raises(ServiceError, match="unknown communicator 200"):
         call(path, {"op": "rendezvous", "name": "job4", "node": 1, "expected": 1, "comm_id": 200})

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+pytest.importorskip("mininet", reason="Mininet is not installed (apt-get install mininet)")
+
 from host_agents.launcher import LaunchResult
 from host_agents.report import format_table
 from host_agents.workload import CollectiveTest, Workload

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("mininet", reason="Mininet is not installed (apt-get install mininet)")
 pytest.importorskip("scapy", reason="Scapy is not installed (apt-get install python3-scapy)")
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw, fuzz

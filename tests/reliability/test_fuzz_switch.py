@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+pytest.importorskip("mininet", reason="Mininet is not installed (apt-get install mininet)")
 pytest.importorskip("scapy", reason="Scapy is not installed (apt-get install python3-scapy)")
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw, fuzz

@@ -22,7 +22,6 @@ from controller.topology_build import dragonfly
 from host_agents.collectives import Call
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig
-from mininet_topos.network import windows_for
 from tests.fabric import Cluster, Fabric
 
 pytestmark = pytest.mark.unit
@@ -66,6 +65,12 @@ class Budget:
         return self.agents_sent + self.agents_received
 
 
+def _windows_for(segment: int) -> dict[str, int]:
+    """The launcher's windows (mininet_topos.network, which imports Mininet: skip without)."""
+    network = pytest.importorskip("mininet_topos.network", reason="Mininet is not installed")
+    return dict(network.windows_for(segment))
+
+
 def count(collective: str, algorithm: str, size: int, ack_merge: str = "coroots") -> Budget:
     """Frames per operation, averaged over OPERATIONS lossless ones on every rank."""
     counts: Counter[str] = Counter()
@@ -83,7 +88,7 @@ def count(collective: str, algorithm: str, size: int, ack_merge: str = "coroots"
             counts["received"] += 1
             super()._at_host(node, frame)
 
-    settings: dict[str, Any] = {"segment_size": SEGMENT, **windows_for(SEGMENT), **QUIET_TIMERS}
+    settings: dict[str, Any] = {"segment_size": SEGMENT, **_windows_for(SEGMENT), **QUIET_TIMERS}
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

@@ -91,8 +91,10 @@ def test_hosts_create_only_their_own_communicators_and_a_bounded_number() -> Non
         message = await refused(service, {"op": "create", "members": list(MEMBERS)}, OUTSIDER)
         assert "only create communicators it is a member of" in message
         own = [MEMBERS[1], MEMBERS[2]]
-        for _ in range(2):
-            await service.handle({"op": "create", "members": own}, MEMBER)
+        for _ in range(2):  # both members ask (consent): each is charged for it
+            await asyncio.gather(
+                *(service.handle({"op": "create", "members": own}, Caller(n)) for n in own)
+            )
         before = writes(net)
         message = await refused(service, {"op": "create", "members": own}, MEMBER)
         assert "at most 2 at once" in message
@@ -106,7 +108,7 @@ def test_hosts_create_only_their_own_communicators_and_a_bounded_number() -> Non
 def test_trees_for_a_non_member_root_change_nothing_and_later_creates_work() -> None:
     async def body(net: ControlledFabric, service: CommService) -> None:
         created = await service.handle(
-            {"op": "create", "members": list(MEMBERS), "roots": [MEMBERS[0]]}, MEMBER
+            {"op": "create", "members": list(MEMBERS), "roots": [MEMBERS[0]]}, OPERATOR
         )
         before = writes(net)
         with pytest.raises(Exception, match="not a member"):
@@ -114,7 +116,7 @@ def test_trees_for_a_non_member_root_change_nothing_and_later_creates_work() -> 
                 {"op": "ensure_trees", "comm_id": created["comm_id"], "root": HOSTS[11]}, MEMBER
             )
         assert writes(net) == before
-        again = await service.handle({"op": "create", "members": list(MEMBERS)}, MEMBER)
+        again = await service.handle({"op": "create", "members": list(MEMBERS)}, OPERATOR)
         assert again["comm_id"] != created["comm_id"]
 
     run(body)

@@ -277,6 +277,7 @@ def test_switch_that_forgets_its_cells_still_completes() -> None:
                 wiped[0] = True
                 for model in cluster.fabric.models.values():
                     model.ack_cells = [(0, 0)] * len(model.ack_cells)
+                    model.ack_cums = [(0, 0)] * len(model.ack_cums)
                 return True
             return False
 

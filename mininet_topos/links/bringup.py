@@ -17,14 +17,18 @@ class LinkPlan:
     """How one network realises its link model."""
 
     links: LinkModel
-    netem: bool = False  # delays by netem in the kernel
-    relay_delays: bool = False  # delays by the link emulator (no netem here)
+    netem: bool = False  # delays (and serialisation) by netem in the kernel
+    # delays and serialisation by the link emulator (no netem here): HTB paces a link and
+    # pushes back on its sender, but lets a frame through at once while it has tokens; a
+    # wire holds every frame for its length at the rate, which the emulator adds
+    relay_delays: bool = False
     shaped_ports: dict[str, float] = field(default_factory=dict)  # root-ns port -> Mb/s
 
     @classmethod
     def for_links(cls, links: LinkModel) -> LinkPlan:
-        netem = links.delayed and netem_available()
-        return cls(links, netem=netem, relay_delays=links.delayed and not netem)
+        needed = links.delayed or links.shaped
+        netem = needed and netem_available()
+        return cls(links, netem=netem, relay_delays=needed and not netem)
 
     def apply(self, mininet: Any, topo: model.Topology, mtu: int, run_dir: Path) -> int:
         """Shape both ends of every link; returns how many interfaces were given a qdisc."""
@@ -58,7 +62,11 @@ class LinkPlan:
         """A fault setting on an emulated link of ``kind``, its propagation delay kept."""
         if not self.relay_delays:
             return impairment
-        return replace(impairment, delay=impairment.delay + self.links.delay_of(kind))
+        return replace(
+            impairment,
+            delay=impairment.delay + self.links.delay_of(kind),
+            rate_mbit=self.links.rate_of(kind) or 0.0,
+        )
 
     def describe(self) -> str:
         where = "netem" if self.netem else "the link emulator" if self.relay_delays else ""

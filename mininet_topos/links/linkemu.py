@@ -70,7 +70,7 @@ class LinkSpec:
 class Direction:
     """Frames received on one end of a link, sent out of the other."""
 
-    __slots__ = ("faults", "impaired", "link", "out_sock", "queue_drops", "send")
+    __slots__ = ("busy_until", "faults", "impaired", "link", "out_sock", "queue_drops", "send")
 
     def __init__(self, link: str, out_sock: socket.socket, faults: LinkFaults) -> None:
         self.link = link
@@ -79,6 +79,16 @@ class Direction:
         self.faults = faults
         self.impaired = faults.impairment.active()
         self.queue_drops = 0  # frames the kernel dropped before we saw them (ring full)
+        self.busy_until = 0.0  # when the last frame serialised on this direction is all out
+
+    def departure(self, now: float, length: int) -> float:
+        """When a frame of ``length`` bytes arriving at ``now`` has been serialised onto the
+        link: after the frames before it, at the link's rate (``now`` without a rate)."""
+        rate = self.faults.impairment.rate_mbit
+        if not rate:
+            return now
+        self.busy_until = max(now, self.busy_until) + length * 8 / (rate * 1e6)
+        return self.busy_until
 
 
 class RxRing:
@@ -225,10 +235,11 @@ class LinkEmulator:
 
     def _impaired(self, direction: Direction, frame: bytes | memoryview, now: float) -> None:
         for delay in direction.faults.fate(now):
-            if delay > 0:
+            release = direction.departure(now, len(frame)) + delay
+            if release > now:
                 self._order += 1
                 held = bytes(frame)  # the ring slot is handed back before it is sent
-                heapq.heappush(self.pending, (now + delay, self._order, direction, held))
+                heapq.heappush(self.pending, (release, self._order, direction, held))
             else:
                 self._send(direction, frame)
 

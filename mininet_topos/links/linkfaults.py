@@ -46,6 +46,9 @@ class Impairment:
     down_after: float = 0.0  # link flap: seconds from the setting until the link goes down
     down_for: float = 0.0  # seconds the link stays down; 0: it never goes down
     down_every: float = 0.0  # the flap repeats with this period, seconds; 0: once
+    # the link's rate, Mb/s: each frame is serialised (its length at this rate) before its
+    # delay, one after another per direction, as on a wire; 0: no serialisation here
+    rate_mbit: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("loss", "duplicate", "reorder", "burst_enter", "burst_exit", "burst_loss"):
@@ -57,6 +60,7 @@ class Impairment:
             "down_after",
             "down_for",
             "down_every",
+            "rate_mbit",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} = {getattr(self, name)}: must not be negative")
@@ -69,7 +73,15 @@ class Impairment:
 
     def active(self) -> bool:
         return any(
-            (self.loss, self.duplicate, self.reorder, self.delay, self.bursty(), self.flaps())
+            (
+                self.loss,
+                self.duplicate,
+                self.reorder,
+                self.delay,
+                self.rate_mbit,
+                self.bursty(),
+                self.flaps(),
+            )
         )
 
     def bursty(self) -> bool:

@@ -118,16 +118,19 @@ def tc_commands(
     a delay. Without a rate and without a netem delay: none."""
     frame = mtu + ETHERNET_HEADER
     leaf = f"pfifo limit {queue}"
-    if netem and delay > 0:
-        leaf = f"netem delay {delay * 1e6:.0f}us limit {queue}"
+    if netem and (delay > 0 or rate is not None):
+        # netem serialises each frame at the rate too (HTB alone lets a burst through at once)
+        serialise = f" rate {rate * 1000:.0f}kbit" if rate is not None else ""
+        leaf = f"netem delay {delay * 1e6:.0f}us{serialise} limit {queue}"
     if rate is None:
         return (
             [f"qdisc replace dev {intf} root handle {HANDLE_LEAF} {leaf}"]
             if netem and delay
             else []
         )
-    # burst: one frame, so the link never sends two frames back to back above its rate;
-    # quantum: one frame, so HTB serves a class a whole frame at a time at any rate
+    # burst: one frame (HTB still lets about two through at once after an idle spell: the
+    # link emulator, or netem, holds each for its serialisation time); quantum: one frame,
+    # so HTB serves a class a whole frame at a time at any rate
     return [
         f"qdisc replace dev {intf} root handle {HANDLE_ROOT} htb default 1",
         f"class replace dev {intf} parent {HANDLE_ROOT} classid {CLASS} htb "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller import topology as model
+from controller import topology_build as model
 from mininet_topos.links.dilation import PAPERS, Calibration, choose_factor, round_up_125
 from mininet_topos.links.shaping import LinkModel, batch_by_node, link_ends, tc_commands
 from mininet_topos.links.units import LinkParameterError
@@ -51,7 +51,7 @@ def test_a_rate_gives_htb_with_a_one_frame_burst_and_a_packet_queue() -> None:
 
 def test_a_delay_goes_to_netem_only_where_the_kernel_has_it() -> None:
     with_netem = tc_commands("x", 10.0, 2e-3, 100, 1500, netem=True)
-    assert with_netem[-1].endswith("netem delay 2000us limit 100")
+    assert with_netem[-1].endswith("netem delay 2000us rate 10000kbit limit 100")
     without = tc_commands("x", 10.0, 2e-3, 100, 1500, netem=False)
     assert "netem" not in " ".join(without)  # the link emulator adds it instead
     assert tc_commands("x", None, 2e-3, 100, 1500, netem=True) == [
@@ -109,3 +109,32 @@ def test_a_pilot_run_calibrates_the_factor() -> None:
     cal = Calibration("df-scatter", 10_000, "bcast 16384 binomial", 0.125, 0.05, 2, "fast")
     assert cal.paper_time_per_op_s == pytest.approx(5e-6)
     assert cal.factor == 50_000
+
+
+def test_the_emulator_holds_each_frame_for_its_serialisation_one_after_another() -> None:
+    """HTB lets a burst through at once; a wire does not: at 451 kb/s a 9014-byte frame
+    takes 160 ms, and two frames arriving together leave 160 and 320 ms later."""
+    import socket
+
+    from mininet_topos.links.linkemu import Direction
+    from mininet_topos.links.linkfaults import Impairment, LinkFaults
+
+    faults = LinkFaults("seed:link:ab", Impairment(delay=0.01, rate_mbit=0.451), 0.0)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        direction = Direction("link", sock, faults)
+        first, second = direction.departure(0.0, 9014), direction.departure(0.0, 9014)
+        assert (first, second) == (pytest.approx(0.1599, abs=1e-4), pytest.approx(0.3198, abs=1e-4))
+        # an idle link: the next frame waits only for itself
+        assert direction.departure(5.0, 64) == pytest.approx(5.0 + 64 * 8 / 451e3)
+        faults.apply(Impairment(delay=0.01), 6.0)  # no rate: straight through
+        assert direction.departure(6.0, 9014) == 6.0
+
+
+def test_a_relayed_shaped_link_keeps_its_rate_and_delay_under_faults() -> None:
+    from mininet_topos.links.bringup import LinkPlan
+    from mininet_topos.links.linkfaults import Impairment
+
+    plan = LinkPlan(LinkModel(rate=10, global_rate=2, delay=1e-3), relay_delays=True)
+    lossy = plan.with_base_delay(Impairment(loss=0.01), "global")
+    assert (lossy.loss, lossy.delay, lossy.rate_mbit) == (0.01, 1e-3, 2.0)
+    assert plan.with_base_delay(Impairment(), "host").rate_mbit == 10.0

@@ -433,7 +433,8 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             } else if (meta.drop_reason == DROP_NONE) {
                 meta.state_op = STATE_NEXT_PASS;
             }
-            return;
+            /* no return (p4test then flags every later flag as maybe uninitialised): what
+             * follows is for barrier passes and MP reads only, none of which this is */
         }
 
         /* the verdict, from what the accesses returned */

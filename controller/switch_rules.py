@@ -96,6 +96,8 @@ def ack_sends_up(previous: int, in_bit: int, child_mask: int) -> bool:
     (lowest child port's) repeat at a complete cell."""
     leader = child_mask & -child_mask
     return previous | in_bit == child_mask and (previous != child_mask or in_bit == leader)
+
+
 def agg_epoch_in_window(op: int, epoch: int, released: int, window: int) -> bool:
     """common/reduce.p4 agg_epoch_in_window: a REDUCE opens an instance only within the
     barrier window after the released epoch."""
@@ -107,5 +109,3 @@ def ack_cum_merge(stored_tag: int, stored_cum: int, tag: int, cum: int) -> int:
     """common/ackmerge.p4 ack_cum_merge: the lowest cum the cell's children claimed under
     ``tag`` (a cell left by another tag starts again from ``cum``)."""
     return stored_cum if stored_tag == tag and stored_cum < cum else cum
-
-

@@ -28,6 +28,7 @@ SIM_ARGS ?=
 TNA_INCLUDE_DIR ?=
 TNA_P4C ?=
 TNA_PROGRAM ?= p4src/tna/netcoll.p4
+TNA_ARGS ?=
 export NETCOLL_STATE_DIR ?= /tmp/netcoll-state
 # The simple_switch_grpc to run (a path, or a name on PATH): e.g. a BMv2 built for timing
 BMV2 ?=
@@ -113,10 +114,11 @@ $(BUILD_DIR)/%.json: p4src/v1model/%.p4 $(P4_COMMON) $(wildcard p4src/v1model/*.
 # Tofino: compiled for tofino and tofino2 where a Tofino compiler is installed (TNA_P4C, else
 # bf-p4c, else p4c with p4c-barefoot), otherwise type-checked by p4test against tna.p4/t2na.p4
 # from TNA_INCLUDE_DIR (else an installed p4c's share/p4c/p4include); skipped, saying so,
-# when neither is there. docs/porting-to-tofino.md.
+# when neither is there. A compile prints the stages and per-stage use from the compiler's
+# resources.json; TNA_ARGS adds options (e.g. -D NETCOLL_AGG_LANES=16). docs/porting-to-tofino.md.
 build-tna: need-venv
 	$(PY) -m controller.tofino.build --program "$(TNA_PROGRAM)" --p4test "$(P4TEST)" \
-	    --p4c "$(TNA_P4C)" --include-dir "$(TNA_INCLUDE_DIR)" --out $(BUILD_DIR)/tna
+	    --p4c "$(TNA_P4C)" --include-dir "$(TNA_INCLUDE_DIR)" --out $(BUILD_DIR)/tna $(TNA_ARGS)
 
 # -- running a network ---------------------------------------------------------------------
 

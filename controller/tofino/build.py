@@ -4,8 +4,10 @@ Which check runs depends on what is installed, and the output says which one ran
 
 1. A Tofino compiler (``bf-p4c`` from Intel's SDE, or p4c 1.2.5+ built with its Tofino backend,
    whose driver is ``p4c`` once ``p4c-barefoot`` is installed): the program is compiled for
-   Tofino 1 (``--arch tna``) and Tofino 2 (``--arch t2na``) into ``OUT/<target>/``, and the
-   resource use is reported from the compiler's ``resources.json`` and ``metrics.json``.
+   Tofino 1 (``--arch tna``) and Tofino 2 (``--arch t2na``) into ``OUT/<target>/``, each with
+   its profile (the defines of ``Target.defines``), with ``-g`` so that the compiler writes its
+   resource report; the stages and per-stage use printed come from that report
+   (``resources.json`` and ``metrics.json``, read by :mod:`controller.tofino.resources`).
 2. Otherwise ``p4test`` type-checks it with ``-D__TARGET_TOFINO__=1`` against ``tna.p4`` and
    ``=2`` against ``t2na.p4``, the architecture files of p4c's Tofino backend. That proves the
    program is well typed against Tofino's externs and intrinsic metadata, not that it fits the
@@ -31,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from controller.tofino import resources
+
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PROGRAM = REPO / "p4src" / "tna" / "netcoll.p4"
 INCLUDE_DIR_VARIABLE = "TNA_INCLUDE_DIR"
@@ -53,10 +57,12 @@ class Target:
     arch: str  # p4c --arch
     define: int  # __TARGET_TOFINO__
     arch_file: str  # what the program includes for this target
+    defines: tuple[str, ...] = ()  # the target's profile: -D<name>=<value> for the compiler
 
     @property
     def label(self) -> str:
-        return f"{self.name} ({self.arch_file}, __TARGET_TOFINO__={self.define})"
+        profile = "".join(f", {d}" for d in self.defines)
+        return f"{self.name} ({self.arch_file}, __TARGET_TOFINO__={self.define}{profile})"
 
 
 TARGETS = (
@@ -77,6 +83,7 @@ class Outcome:
     diagnostics: str = ""
     warnings: int = 0  # warnings about the program (not about the architecture files)
     resources: dict[str, Any] = field(default_factory=dict)
+    report: list[str] = field(default_factory=list)  # the resource report, printable
 
 
 def has_arch_files(directory: Path) -> bool:
@@ -121,11 +128,22 @@ def find_include_dir(
 
 
 def find_tofino_compiler(explicit: str | None, which: Which = shutil.which) -> list[str] | None:
-    """The command that compiles for Tofino: ``bf-p4c``, or ``p4c`` when p4c-barefoot exists."""
+    """The command that compiles for Tofino: ``bf-p4c``, or ``p4c`` when p4c-barefoot exists.
+
+    ``p4c-barefoot`` itself is the backend: named explicitly, it stands for the driver installed
+    beside it (``bf-p4c`` or ``p4c``), which also runs the assembler and the report tools."""
     if explicit:
         found = which(explicit)
         if found is None:
             raise ConfigError(f"{COMPILER_VARIABLE}={explicit} is not an executable on PATH")
+        if Path(found).name == OPEN_SOURCE_BACKEND:
+            for driver_name in ("bf-p4c", "p4c"):
+                sibling = Path(found).parent / driver_name
+                if which(str(sibling)):
+                    return [str(sibling)]
+            raise ConfigError(
+                f"{COMPILER_VARIABLE}={explicit} is the backend; no bf-p4c or p4c driver beside it"
+            )
         return [found]
     for name in TOFINO_COMPILERS:
         found = which(name)
@@ -166,12 +184,15 @@ def own_warnings(diagnostics: str, include_dir: Path) -> int:
     return count
 
 
-def typecheck(p4test: str, program: Path, include_dir: Path, target: Target) -> Outcome:
+def typecheck(
+    p4test: str, program: Path, include_dir: Path, target: Target, defines: Sequence[str] = ()
+) -> Outcome:
     command = [
         p4test,
         "--std",
         "p4-16",
         f"-D__TARGET_TOFINO__={target.define}",
+        *(f"-D{d}" for d in (*target.defines, *defines)),
         "-I",
         str(include_dir),
         str(program),
@@ -183,10 +204,14 @@ def typecheck(p4test: str, program: Path, include_dir: Path, target: Target) -> 
     return Outcome(target, result.returncode == 0 and warnings == 0, command, diagnostics, warnings)
 
 
-def compile_for(compiler: list[str], program: Path, out_dir: Path, target: Target) -> Outcome:
-    target_dir = out_dir / target.name
-    target_dir.mkdir(parents=True, exist_ok=True)
-    command = [
+def compile_command(
+    compiler: Sequence[str],
+    program: Path,
+    target_dir: Path,
+    target: Target,
+    defines: Sequence[str] = (),
+) -> list[str]:
+    return [
         *compiler,
         "--std",
         "p4-16",
@@ -194,60 +219,57 @@ def compile_for(compiler: list[str], program: Path, out_dir: Path, target: Targe
         target.name,
         "--arch",
         target.arch,
+        # -g: the compiler writes resources.json (and, through its driver, metrics.json and
+        # mau.resources.log) only with debug information on
+        "-g",
+        *(f"-D{d}" for d in (*target.defines, *defines)),
         "-o",
         str(target_dir),
         "--bf-rt-schema",
         str(target_dir / "bfrt.json"),
         str(program),
     ]
+
+
+def compile_for(
+    compiler: list[str],
+    program: Path,
+    out_dir: Path,
+    target: Target,
+    defines: Sequence[str] = (),
+) -> Outcome:
+    target_dir = out_dir / target.name
+    target_dir.mkdir(parents=True, exist_ok=True)
+    command = compile_command(compiler, program, target_dir, target, defines)
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     diagnostics = (result.stdout + result.stderr).strip()
     outcome = Outcome(target, result.returncode == 0, command, diagnostics)
     if outcome.ok:
-        outcome.resources = resource_summary(target_dir)
+        outcome.resources, outcome.report = resource_summary(target_dir)
     return outcome
 
 
-def _stage_is_used(stage: Any) -> bool:
-    """True when any resource list of a resources.json MAU stage has a usage."""
-    if isinstance(stage, dict):
-        if stage.get("usages"):
-            return True
-        return any(_stage_is_used(v) for k, v in stage.items() if k != "stage_number")
-    if isinstance(stage, list):
-        return any(_stage_is_used(v) for v in stage)
-    return False
+def resource_summary(target_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """The compile's resource report as plain data and as printable lines.
 
-
-def resource_summary(target_dir: Path) -> dict[str, Any]:
-    """Stages and memories the compiler used, from its resources.json and metrics.json.
-
-    Written from the compiler's published schemas (compiler_interfaces/schemas); it has not
-    run against a real compile in this repository's CI, so it reports what it finds and
-    never fails the build."""
-    summary: dict[str, Any] = {}
-    for path in sorted(target_dir.rglob("resources.json")):
-        try:
-            mau = json.loads(path.read_text())["resources"]["mau"]
-            stages = mau.get("mau_stages", [])
-            summary["stages_available"] = mau.get("nStages")
-            summary["stages_used"] = sum(1 for stage in stages if _stage_is_used(stage))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            summary["resources_json_error"] = f"{path}: {exc}"
-        break
-    for path in sorted(target_dir.rglob("metrics.json")):
-        try:
-            mau = json.loads(path.read_text()).get("mau", {})
-            for key in ("srams", "tcams", "map_rams", "logical_tables"):
-                if key in mau:
-                    summary[key] = mau[key]
-        except (OSError, ValueError, AttributeError) as exc:
-            summary["metrics_json_error"] = f"{path}: {exc}"
-        break
-    log = next(iter(sorted(target_dir.rglob("mau.resources.log"))), None)
+    A compile that succeeded without a readable report is not failed for it: the lines say
+    what is missing, the data records it."""
+    try:
+        report = resources.read_report(target_dir)
+    except resources.ResourceReportError as exc:
+        return {"report_error": str(exc)}, [f"resource report unreadable: {exc}"]
+    if report is None:
+        return (
+            {"report_error": "no resources.json"},
+            [f"no resources.json under {target_dir} (the compiler writes it with -g)"],
+        )
+    summary = report.summary()
+    log = resources.find_report(target_dir, "mau.resources.log")
     if log is not None:
-        summary["report"] = str(log)
-    return summary
+        summary["mau_resources_log"] = str(log)
+    lines = resources.format_report(report)
+    lines.append(f"report: {report.source}" + (f", {log}" if log is not None else ""))
+    return summary, lines
 
 
 def report(outcomes: Sequence[Outcome], out: TextIO | None = None) -> None:
@@ -259,8 +281,8 @@ def report(outcomes: Sequence[Outcome], out: TextIO | None = None) -> None:
             print(outcome.diagnostics, file=out)
         if outcome.warnings:
             print(f"build-tna:   {outcome.warnings} warning(s) about the program", file=out)
-        for key, value in outcome.resources.items():
-            print(f"build-tna:     {key}: {value}", file=out)
+        for line in outcome.report:
+            print(f"build-tna:     {line}", file=out)
 
 
 def write_record(out_dir: Path, record: dict[str, Any]) -> None:
@@ -284,7 +306,7 @@ def run(args: argparse.Namespace, which: Which = shutil.which) -> int:
             f"build-tna: compiling with the Tofino compiler {compiler[0]} ({version}) for "
             f"{', '.join(t.name for t in targets)}; it uses its own architecture files"
         )
-        outcomes = [compile_for(compiler, program, out_dir, t) for t in targets]
+        outcomes = [compile_for(compiler, program, out_dir, t, args.define) for t in targets]
         check = "tofino-compiler"
         include_dir: Path | None = None
     else:
@@ -310,7 +332,7 @@ def run(args: argparse.Namespace, which: Which = shutil.which) -> int:
             f"{', '.join(t.name for t in targets)} (types only: stages and the "
             "one-access-per-register rule are reviewed in docs/porting-to-tofino.md)"
         )
-        outcomes = [typecheck(p4test, program, include_dir, t) for t in targets]
+        outcomes = [typecheck(p4test, program, include_dir, t, args.define) for t in targets]
         check = "p4test"
 
     report(outcomes)
@@ -321,6 +343,7 @@ def run(args: argparse.Namespace, which: Which = shutil.which) -> int:
             "tool_version": version,
             "program": str(program),
             "include_dir": str(include_dir) if include_dir else None,
+            "defines": list(args.define),
             "targets": [
                 {
                     "target": o.target.name,
@@ -367,6 +390,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=",".join(t.name for t in TARGETS),
         type=lambda text: [name for name in text.split(",") if name],
         help="comma-separated subset of tofino,tofino2",
+    )
+    parser.add_argument(
+        "--define",
+        "-D",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a define for every target's compile, after the target's profile (repeatable)",
     )
     parser.add_argument(
         "--require", action="store_true", help="fail instead of skipping when no tool is found"

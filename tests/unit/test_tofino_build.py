@@ -8,6 +8,7 @@ set TNA_INCLUDE_DIR to p4c's backends/tofino/bf-p4c/p4include (p4c 1.2.5 or late
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
 STATE_P4 = REPO / "p4src" / "tna" / "state.p4"
+REPORT_SAMPLE = REPO / "tests" / "unit" / "data" / "tofino" / "pipe" / "logs"
 PORTING_DOC = REPO / "docs" / "porting-to-tofino.md"
 
 
@@ -108,7 +110,8 @@ def test_skips_naming_the_variable_when_nothing_is_installed(
 def test_a_tofino_compiler_compiles_both_targets_and_reports_resources(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The compile path, with a stand-in compiler that writes what bf-p4c writes."""
+    """The compile path, with a stand-in compiler that writes the report sample of
+    test_tofino_resources.py where bf-p4c writes its reports."""
     log = tmp_path / "calls.txt"
     fake = tmp_path / "bf-p4c"
     fake.write_text(
@@ -117,21 +120,53 @@ def test_a_tofino_compiler_compiles_both_targets_and_reports_resources(
         f'echo "$@" >> {log}\n'
         'while [ "$1" != -o ]; do shift; done; out="$2"\n'
         'mkdir -p "$out/pipe/logs"\n'
-        'echo \'{"resources": {"mau": {"nStages": 12, "mau_stages": ['
-        '{"stage_number": 0, "srams": {"usages": [1]}}, {"stage_number": 1}]}}}\''
-        ' > "$out/pipe/resources.json"\n'
-        'echo \'{"mau": {"srams": 40, "tcams": 2, "logical_tables": 20}}\''
-        ' > "$out/pipe/logs/metrics.json"\n'
+        f'cp {REPORT_SAMPLE}/resources.json {REPORT_SAMPLE}/metrics.json "$out/pipe/logs/"\n'
+        'echo "stand-in" > "$out/pipe/logs/mau.resources.log"\n'
     )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    args = build.parse_args(["--out", str(tmp_path / "out")])
+    out_dir = tmp_path / "out"
+    args = build.parse_args(["--out", str(out_dir), "-D", "NETCOLL_X=1"])
     assert build.run(args, _which({"bf-p4c": str(fake)})) == build.EXIT_OK
     calls = log.read_text().splitlines()
     assert ["--target tofino --arch tna" in c for c in calls] == [True, False]
     assert "--target tofino2 --arch t2na" in calls[1]
+    # -g makes the compiler write its report; the profile, then the extra define
+    for call, target in zip(calls, build.TARGETS, strict=True):
+        words = call.split()
+        assert "-g" in words and words[-1].endswith("netcoll.p4")
+        defines = [w for w in words if w.startswith("-D")]
+        assert defines == [f"-D{d}" for d in target.defines] + ["-DNETCOLL_X=1"]
     out = capsys.readouterr().out
     assert "Tofino compiler" in out and "bf-p4c 9.13.0" in out
-    assert "stages_used: 1" in out and "stages_available: 12" in out and "srams: 40" in out
+    assert out.count("build-tna:     stages: 4 of 12") == 2
+    assert re.search(r"build-tna:\s+total\s+5\s+4\s+2\s+2\s+2\b", out)
+    assert "PHV 32-bit containers: 20 of 64 occupied" in out
+    record = json.loads((out_dir / "check.json").read_text())
+    first = record["targets"][0]["resources"]
+    assert (first["stages_used"], first["stages_available"]) == (4, 12)
+    assert first["totals"]["stateful_alus"] == 2
+    assert first["mau_resources_log"].endswith("pipe/logs/mau.resources.log")
+
+
+def test_a_compile_without_a_report_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = tmp_path / "bf-p4c"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    args = build.parse_args(["--out", str(tmp_path / "out"), "--targets", "tofino"])
+    assert build.run(args, _which({"bf-p4c": str(fake)})) == build.EXIT_OK
+    assert "no resources.json under" in capsys.readouterr().out
+
+
+def test_the_backend_named_stands_for_its_driver(tmp_path: Path) -> None:
+    """TNA_P4C=.../p4c-barefoot compiles through the driver beside it (assembler, reports)."""
+    backend, driver = tmp_path / "p4c-barefoot", tmp_path / "p4c"
+    found = {str(backend): str(backend), str(driver): str(driver)}
+    assert build.find_tofino_compiler(str(backend), _which(found)) == [str(driver)]
+    found = {str(backend): str(backend)}
+    with pytest.raises(build.ConfigError, match="no bf-p4c or p4c driver"):
+        build.find_tofino_compiler(str(backend), _which(found))
 
 
 # -- the real program -----------------------------------------------------------------------

@@ -50,13 +50,13 @@ class LinkPlan:
             self.links.delay_of("global"),
         ):
             raise ValueError("a running network's delays cannot change: bring it up again")
-        was_shaped = self.links.shaped
+        if self.links.shaped or self.netem:
+            # HTB refuses to change its root in place: every port starts again, empty
+            unshape(mininet, topo, run_dir)
+            self.shaped_ports = {}
         self.links = links
         if links.shaped or self.netem:
             self.apply(mininet, topo, mtu, run_dir)
-        elif was_shaped:
-            unshape(mininet, topo, run_dir)
-            self.shaped_ports = {}
 
     def with_base_delay(self, impairment: Impairment, kind: str) -> Impairment:
         """A fault setting on an emulated link of ``kind``, its propagation delay kept."""

@@ -39,7 +39,7 @@ from controller.drivers.thrift import ThriftClient, ThriftUnavailable
 from controller.runtime import ControlPlane
 from controller.service import CommService
 from host_agents.launcher import Launcher
-from host_agents.port import RawSocketPort
+from host_agents.port import SOCKET_BUFFER_BYTES, RawSocketPort
 from mininet_topos.links import emulator_process
 from mininet_topos.links.bringup import LinkPlan
 from mininet_topos.links.linkfaults import Impairment
@@ -50,6 +50,7 @@ from mininet_topos.network.bringup import BringUp, LoopThread, exit_on_sigterm
 from mininet_topos.network.interfaces import (
     configure_interfaces,
     port_free,
+    raise_socket_buffer_limits,
     timers_for,
     windows_for,
 )
@@ -181,6 +182,7 @@ class NetcollNetwork:
         if self.emulated:
             root_nodes.append(self.mininet.get(NetcollTopo.RELAY))
         configure_interfaces(self.mininet, self.topo, root_nodes, opts.run_dir, opts.mtu)
+        raise_socket_buffer_limits(SOCKET_BUFFER_BYTES)
         self.link_plan.apply(self.mininet, self.topo, opts.mtu, opts.run_dir)
         if relay:
             self._start_emulator()
@@ -265,6 +267,8 @@ class NetcollNetwork:
             links, self.mininet, self.topo, self.options.mtu, self.options.run_dir
         )
         self.options = dataclasses.replace(self.options, links=links)
+        if self.link_plan.relay_delays and self.emulated:  # the emulator serialises at the rate
+            self.set_faults(self.options.faults or Impairment())
 
     def fault_stats(self) -> dict[str, Any]:
         return emulator_process.stats(self.emulator_socket)

@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if skipped := left_out(args.profile, topo.num_hosts):
         print(f"*** left out on {args.topo} (longer than the cost model allows): {skipped}")
-    if not pending:
+    if not pending and not (args.rate_check and not results.rate_check.get("ok")):
         save()
         return 0
     return run(args, results, pending, save, argv)

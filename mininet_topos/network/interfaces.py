@@ -105,3 +105,16 @@ def configure_interfaces(
             if intf.name != "lo":
                 disable_ipv6(intf.name)
                 set_mtu(intf.name, mtu)
+
+
+def raise_socket_buffer_limits(nbytes: int) -> None:
+    """Let unprivileged agents have the socket buffers root ones force: without
+    CAP_NET_ADMIN a buffer is capped at net.core.rmem_max / wmem_max (208 KiB by default,
+    about 23 jumbo frames, which a 72-way burst overflows). Only ever raised."""
+    for name in ("rmem_max", "wmem_max"):
+        path = Path(f"/proc/sys/net/core/{name}")
+        try:
+            if int(path.read_text()) < nbytes:
+                path.write_text(str(nbytes))
+        except (OSError, ValueError):
+            pass  # not root, or no such setting: agents keep what they can get

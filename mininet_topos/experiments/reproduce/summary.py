@@ -15,6 +15,7 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from mininet_topos.experiments.reproduce.plan import PAPERS
 from mininet_topos.experiments.reproduce.report import cpu_bound_cells
@@ -28,8 +29,14 @@ BEGIN = (
 END = "<!-- end of results table -->"
 
 
-def command(experiment: str) -> str:
-    return f"`make reproduce REPRODUCE_ARGS='--only {experiment}'`"
+def command(experiment: str, env: dict[str, Any] | None = None) -> str:
+    """The make command that measures ``experiment`` again as the last run did: its BMv2
+    build and, on dilated links, its factor."""
+    env = env or {}
+    binary = env.get("bmv2", {}).get("binary", "")
+    bmv2 = f"BMV2={binary} " if env.get("bmv2", {}).get("flavour") == "speed" else ""
+    dilation = f" --dilation {env['dilation']:g}" if env.get("dilation") else ""
+    return f"`make reproduce {bmv2}REPRODUCE_ARGS='--only {experiment}{dilation}'`"
 
 
 def render(results: Results) -> str:
@@ -49,7 +56,7 @@ def render(results: Results) -> str:
                 ours = f"{ours} ({judged}: not a result)"
             lines.append(
                 f"| {paper.CLAIM.paper} | {what} | {ours} | {theirs} | "
-                f"{command(paper.EXPERIMENT)} |"
+                f"{command(paper.EXPERIMENT, env)} |"
             )
     runs = results.runs
     when = f"{runs[-1].started[:10]} at `{runs[-1].commit}`" if runs else "not run yet"

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mininet_topos.links.shaping import run_batch, tc_commands
+from mininet_topos.links.shaping import ShapingError, run_batch, tc_commands
 
 pytestmark = [
     pytest.mark.unit,
@@ -97,3 +97,18 @@ def test_without_shaping_the_same_offer_runs_far_faster(veth: tuple[str, str]) -
     """The contrast: the rate above is the qdisc's doing, not the sender's or receiver's."""
     a, b = veth
     assert measured_mbit(a, b) > 2 * 20.0
+
+
+def test_a_link_reshaped_to_half_its_rate_delivers_half(
+    veth: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """What reshaping a running network does to each port (links/bringup.py): HTB refuses to
+    change its root in place, so the port's qdisc goes and comes back at the new rate."""
+    a, b = veth
+    shape(a, 20.0, tmp_path_factory)
+    with pytest.raises(ShapingError, match="not supported"):
+        shape(a, 10.0, tmp_path_factory)  # in place: what the rate check first tried
+    run_batch([f"qdisc del dev {a} root"], tmp_path_factory.mktemp("tc") / "del")
+    shape(a, 10.0, tmp_path_factory)
+    got = measured_mbit(a, b)
+    assert got == pytest.approx(10.0, rel=0.10), f"{got:.2f} Mb/s after reshaping to 10 Mb/s"

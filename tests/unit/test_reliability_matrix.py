@@ -106,6 +106,20 @@ def test_resuming_refuses_a_file_of_another_matrix() -> None:
     assert "new" in results.settings
 
 
+def test_a_file_recorded_before_an_impairment_field_existed_still_resumes() -> None:
+    """Settings recorded without a field added later (the link's rate) are the same
+    settings: docs/reliability.json must keep resuming and reporting."""
+    results = fresh()
+    for setting in results.settings.values():
+        setting["impairment"].pop("rate_mbit", None)
+    results.check_compatible("df:2,4,2", "all", reliability.settings_record())
+    changed = reliability.settings_record()
+    label = next(iter(changed))
+    changed[label]["impairment"] = {**changed[label]["impairment"], "loss": 0.5}
+    with pytest.raises(IncompatibleResults, match=label):
+        results.check_compatible("df:2,4,2", "all", changed)
+
+
 def test_estimates_come_from_a_cells_earlier_parts() -> None:
     results = fresh()
     assert results.estimate_seconds(KEYS[0], 100) is None

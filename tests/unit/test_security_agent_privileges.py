@@ -23,7 +23,7 @@ import pytest
 
 from controller.callers import NetnsCallers, netns_inode
 from controller.service import CommService
-from controller.topology import dragonfly
+from controller.topology_build import dragonfly
 from host_agents.launcher import Launcher
 from tests.fabric_control import ControlledFabric
 

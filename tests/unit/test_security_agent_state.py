@@ -31,7 +31,7 @@ def test_a_roots_timeout_names_the_receivers_behind_a_silent_coroot() -> None:
     import random
 
     from controller import wire
-    from controller.topology import dragonfly
+    from controller.topology_build import dragonfly
     from controller.wire import Op
     from host_agents.comm import CommOptions
     from host_agents.directory import Directory
@@ -175,7 +175,7 @@ def test_a_coroot_cannot_substitute_the_roots_data_at_its_members() -> None:
     import random
 
     from controller import wire
-    from controller.topology import dragonfly
+    from controller.topology_build import dragonfly
     from controller.wire import Flag, Op
     from host_agents.comm import CommOptions
     from host_agents.directory import Directory

@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from controller import wire
-from controller.topology import Topology, dragonfly
+from controller.topology import Topology
+from controller.topology_build import dragonfly
 from controller.wire import Flag, Op
 from host_agents.comm import CommOptions
 from host_agents.directory import Directory

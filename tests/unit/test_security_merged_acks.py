@@ -16,7 +16,8 @@ import pytest
 from controller import wire
 from controller.desired_state import Communicator, desired_state
 from controller.switch_model import SwitchModel
-from controller.topology import Topology, dragonfly
+from controller.topology import Topology
+from controller.topology_build import dragonfly
 from controller.wire import Flag, Op
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig

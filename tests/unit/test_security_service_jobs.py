@@ -17,7 +17,8 @@ import pytest
 
 from controller.callers import OPERATOR, Caller
 from controller.service import CommService, Refused
-from controller.topology import Topology, dragonfly
+from controller.topology import Topology
+from controller.topology_build import dragonfly
 from tests.fabric_control import ControlledFabric
 
 pytestmark = [pytest.mark.unit, pytest.mark.security]

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mininet_topos.links.linkfaults import Impairment
+
 FORMAT = 1
 
 CellKey = tuple[str, str, str, int]  # (setting label, collective, algorithm, bytes)
@@ -107,7 +109,7 @@ class Results:
                 f"is {topo} with members {members!r}: use another --results file"
             )
         for label, setting in settings.items():
-            if label in self.settings and self.settings[label] != setting:
+            if label in self.settings and _filled(self.settings[label]) != _filled(setting):
                 raise IncompatibleResults(
                     f"fault setting {label!r} changed since the results file was started "
                     f"({self.settings[label]} then, {setting} now): use another --results file"
@@ -194,3 +196,10 @@ def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
     """The fields ``kind`` has: a file written by a later version still loads."""
     names = {f.name for f in fields(kind)}
     return {k: v for k, v in data.items() if k in names}
+
+
+def _filled(setting: dict[str, Any]) -> dict[str, Any]:
+    """A recorded setting with every impairment field at its default where the record has none
+    (a field added later, such as a link's rate, changes no setting recorded before it)."""
+    impairment = asdict(Impairment(**setting.get("impairment", {})))
+    return {**setting, "impairment": impairment}

@@ -76,8 +76,8 @@ class PaperLinks:
 
 
 PAPERS: dict[str, PaperLinks] = {
-    # seed 004 (topology-aware scatter/allgather on dragonfly), its simulation's parameters
-    "df-scatter": PaperLinks("df-scatter", 45.1, 40.4, 100e-9, "DF-scatter (seed 004)"),
+    # [DF-scatter] (topology-aware scatter/allgather on dragonfly), its simulation's parameters
+    "df-scatter": PaperLinks("df-scatter", 45.1, 40.4, 100e-9, "[DF-scatter]"),
 }
 DEFAULT_PROFILE = "df-scatter"
 

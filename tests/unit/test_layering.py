@@ -27,7 +27,15 @@ PACKAGES = ("controller", "host_agents", "mininet_topos")
 
 # controller/: the model (pure: topology, routes, trees, desired state, wire format) under the
 # drivers and the Tofino shim, and the control plane (runtime, service) over the drivers
-CONTROL = {"controller.runtime", "controller.service", "controller.communicators"}
+CONTROL = {
+    "controller.runtime",
+    "controller.service",
+    "controller.communicators",
+    # the service's parts: who may meet, who consented, how a request is refused
+    "controller.rendezvous",
+    "controller.consent",
+    "controller.refusals",
+}
 # host_agents/: what transport and algorithms may use from the package's own modules
 AGENT_BASE = {
     "host_agents.directory",

@@ -44,14 +44,18 @@ class LaunchResult:
     def stats_total(self, key: str) -> int:
         return sum(int(r.get("stats", {}).get(key, 0)) for r in self.reports.values())
 
-    def windows(self) -> list[tuple[float, float]]:
-        """Each test's timed window (monotonic start, end) as the agents reported it."""
-        return [
+    def timed_span(self) -> tuple[float, float] | None:
+        """From the first test window's start to the last one's end (monotonic), as the agents
+        reported them: their tests alone, start-up and rendezvous left out; None without any."""
+        windows = [
             (float(e["window"][0]), float(e["window"][1]))
             for r in self.reports.values()
             for e in r.get("tests", [])
             if "window" in e
         ]
+        if not windows:
+            return None
+        return min(w[0] for w in windows), max(w[1] for w in windows)
 
 
 class Launcher:

@@ -53,10 +53,10 @@ def pilot_cell(net: NetcollNetwork, meter: LinkMeter, comm_id: int, test: Collec
         net, meter, Workload(comm_id, members, [test], seed=1), columns_for(test.collective)
     )
     name = f"{test.collective} {test.algorithm} {test.sizes[0]} B"
-    windows = run.result.windows()
-    if run.result.errors or not windows:
+    span = run.result.timed_span()
+    if run.result.errors or span is None:
         raise BringUpError(f"pilot {name} failed: {run.result.errors[:2]}")
-    start, end = min(w[0] for w in windows), max(w[1] for w in windows)
+    start, end = span
     cpu = run.cpu_between(start, end)
     # the window holds the warm-up and the synchronising barriers too: their CPU is counted
     # against every operation, which errs towards a larger factor

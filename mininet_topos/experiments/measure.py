@@ -305,9 +305,9 @@ class Metered:
 
     def verdict(self) -> Verdict:
         """Over the agents' timed windows where they reported them, else the launch."""
-        windows = self.result.windows()
-        if windows:
-            return self.verdict_between(min(w[0] for w in windows), max(w[1] for w in windows))
+        span = self.result.timed_span()
+        if span is not None:
+            return self.verdict_between(*span)
         use = self.cpu
         links = (
             link_use(self.port_samples, self.port_rates, -float("inf"), float("inf"))

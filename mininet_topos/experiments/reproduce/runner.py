@@ -108,13 +108,9 @@ def run_cell(
         workload = Workload(comm_id, members, list(spec.tests), seed=seed, options=options)
         metered = metered_launch(net, meter, workload, columns_for(spec.tests[0].collective))
     result = metered.result
-    windows = result.windows()
+    span = result.timed_span()
     # the agents' tests alone (their start-up and rendezvous left out), else the whole launch
-    cpu = (
-        metered.cpu_between(min(w[0] for w in windows), max(w[1] for w in windows))
-        if windows
-        else metered.cpu
-    )
+    cpu = metered.cpu_between(*span) if span is not None else metered.cpu
     cell = CellResult(
         key=spec.key,
         experiment=spec.experiment,

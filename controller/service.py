@@ -23,7 +23,8 @@ communicators it belongs to; one with other members only once every member asked
 to or got from a split, at most ``comms_per_caller`` at once. Rendezvous are defined by their
 members and bounded per node (:mod:`controller.rendezvous`). Each connection has at most
 ``in_flight`` requests open, each request line is bounded, and every request is validated
-before any state changes (``controller.runtime``).
+before any state changes (``controller.runtime``). Switch state is computed off the event loop
+(``controller.changes``): while one request's change is computed, the others are answered.
 """
 
 from __future__ import annotations

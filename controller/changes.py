@@ -22,7 +22,9 @@ with its own error:
 
 Every wait is bounded: a computation by ``compute_timeout`` (past it the batch fails and nothing
 changed; the thread finishes the abandoned computation before the next) and a caller's wait for
-its change by ``timeout``. A caller that leaves before its change was taken withdraws it.
+its change by ``timeout``. A caller that leaves before its change was taken withdraws it. A
+change's ``settled`` hook is told once whether it was carried out, when that is known, whether
+or not its caller still waits (the service charges hosts for communicators there).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ States = dict[int, SwitchState]
 # the set after the change, and what the change is (for errors and logs); raises if invalid
 Edit = Callable[[Comms], tuple[Comms, str]]
 Pushed = tuple[int, int]  # P4Runtime changes, mini packets
+# told once, on the event loop, whether the change was carried out (False: failed, withdrawn)
+Settled = Callable[[bool], None]
 
 
 class CommunicatorError(Exception):
@@ -98,6 +102,7 @@ class _Change:
     done: asyncio.Future[Pushed]
     what: str = "a change"
     taken: bool = False  # in a batch: it is carried out whether its caller waits or not
+    settled: Settled | None = None
 
     def settle(self, result: Pushed | None = None, error: BaseException | None = None) -> None:
         if self.done.done():
@@ -106,6 +111,21 @@ class _Change:
             self.done.set_exception(error)
         else:
             self.done.set_result(result or (0, 0))
+        self._tell(error is None)
+
+    def withdraw(self) -> None:
+        """Its caller left before it was taken: it is not carried out."""
+        self.done.cancel()
+        self._tell(False)
+
+    def _tell(self, carried_out: bool) -> None:
+        settled, self.settled = self.settled, None
+        if settled is None:
+            return
+        try:
+            settled(carried_out)
+        except Exception:
+            LOG.exception("the settled hook of %s failed", self.what)
 
 
 class ChangeQueue:
@@ -117,11 +137,12 @@ class ChangeQueue:
         self._queue: list[_Change] = []
         self._committer: asyncio.Task[None] | None = None
 
-    async def submit(self, edit: Edit) -> Pushed:
+    async def submit(self, edit: Edit, settled: Settled | None = None) -> Pushed:
         """Carry out one change: returns once it is on every switch that is up (what the
-        push wrote), or raises its error."""
+        push wrote), or raises its error. ``settled`` is told the outcome even if the caller
+        leaves meanwhile; the change is queued (so it will be told) before anything awaits."""
         loop = asyncio.get_running_loop()
-        change = _Change(edit, loop.create_future())
+        change = _Change(edit, loop.create_future(), settled=settled)
         self._queue.append(change)
         if self._committer is None or self._committer.done():
             self._committer = loop.create_task(self._drain(), name="netcoll-changes")
@@ -130,6 +151,7 @@ class ChangeQueue:
         except (TimeoutError, asyncio.CancelledError) as exc:
             if not change.taken and change in self._queue:
                 self._queue.remove(change)  # withdrawn: nothing changed
+                change.withdraw()
             if not isinstance(exc, TimeoutError):
                 raise
             if not change.taken:

@@ -55,6 +55,8 @@ class SwitchSession(Protocol):
 
 
 OnReady = Callable[[SwitchSession], Awaitable[None]]
+# told once a create's outcome is known: the new communicators' ids, or None (not installed)
+Installed = Callable[[list[int] | None], None]
 SessionFactory = Callable[[SwitchEndpoint, Callable[[], SwitchState], OnReady], SwitchSession]
 
 
@@ -319,10 +321,11 @@ class ControlPlane:
         comm_id: int | None = None,
         roots: tuple[int, ...] | None = None,
         membership: Membership | None = None,
+        settled: Installed | None = None,
     ) -> InstallReport:
         """Install a communicator's trees and barrier slots; answer once they are in place."""
         (report,) = await self.create_many(
-            [tuple(members)], comm_id=comm_id, roots=roots, membership=membership
+            [tuple(members)], comm_id=comm_id, roots=roots, membership=membership, settled=settled
         )
         return report
 
@@ -333,9 +336,11 @@ class ControlPlane:
         comm_id: int | None = None,
         roots: tuple[int, ...] | None = None,
         membership: Membership | None = None,
+        settled: Installed | None = None,
     ) -> list[InstallReport]:
         """Several communicators in one change: one recomputation, one push to each switch
-        (a split creates one per color)."""
+        (a split creates one per color). ``settled`` hears the outcome even if this caller
+        leaves meanwhile: the new ids (in the order of ``groups``), or None if not installed."""
         started = time.perf_counter()
         added: list[Communicator] = []
 
@@ -356,7 +361,11 @@ class ControlPlane:
                 added.append(comm)
             return comms, f"communicators {[c.comm_id for c in added]}"
 
-        changes, mps = await self.changes.submit(edit)
+        def told(carried_out: bool) -> None:
+            if settled is not None:
+                settled([c.comm_id for c in added] if carried_out else None)
+
+        changes, mps = await self.changes.submit(edit, told)
         seconds = time.perf_counter() - started
         LOG.info(
             "communicators %s installed in %.3f s: %d P4Runtime changes, %d mini packets",

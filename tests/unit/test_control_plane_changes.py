@@ -156,3 +156,43 @@ def test_a_restart_during_a_held_computation_resumes_after_the_change(
         await asyncio.wait_for(barriers(comms, 2), 10)
 
     run(body)
+
+
+def test_a_creates_settled_hook_hears_its_outcome_once_whether_its_caller_waits_or_not(
+    held: HeldRecompute,
+) -> None:
+    """What the service charges hosts by: the ids once installed, even for a caller that left
+    while its change was computed; None for a change withdrawn or that failed."""
+
+    async def body(net: ControlledFabric) -> None:
+        told: dict[str, list[list[int] | None]] = {}
+
+        def hook(name: str) -> runtime.Installed:
+            return lambda ids: told.setdefault(name, []).append(ids)
+
+        left = asyncio.ensure_future(net.control.create(HELD, settled=hook("left")))
+        assert await asyncio.to_thread(held.entered.wait, 5), "the computation never started"
+        withdrawn = asyncio.ensure_future(net.control.create(QUEUED[0], settled=hook("withdrawn")))
+        failing = asyncio.ensure_future(
+            net.control.create((HOSTS[9], 0x3FFF), settled=hook("failed"))
+        )
+        good = asyncio.ensure_future(net.control.create(QUEUED[2], settled=hook("installed")))
+        await asyncio.sleep(0.05)
+        left.cancel()
+        withdrawn.cancel()
+        await asyncio.sleep(0.05)
+        assert told == {"withdrawn": [None]}, told
+        held.let_go()
+        report = await good
+        with pytest.raises(CommunicatorError, match="not a host"):
+            await failing
+        ids = set(net.control.comms) - {report.comm_id}
+        assert len(ids) == 1, "the change its caller left was not carried out"
+        assert told == {
+            "withdrawn": [None],
+            "left": [list(ids)],
+            "failed": [None],
+            "installed": [[report.comm_id]],
+        }, told
+
+    run(body)

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from controller.runtime import CommunicatorError, ControlPlane
+from controller.runtime import CommunicatorError, ControlPlane, Installed
 
 
 @dataclass(slots=True)
@@ -66,11 +66,12 @@ class Communicators:
         color: int,
         key: int,
         timeout: float = 60.0,
-        admit: Callable[[list[tuple[int, ...]]], None] | None = None,
+        admit: Callable[[list[tuple[int, ...]]], Installed | None] | None = None,
     ) -> tuple[int, tuple[int, ...]] | None:
         """MPI_Comm_split: every member of ``parent`` calls it; members with the same color
         get one new communicator, ranked by (key, parent rank). Negative color: none.
-        ``admit`` may refuse the parts before they are created (it raises). A call that
+        ``admit`` may refuse the parts before they are created (it raises); what it returns
+        is told whether they were installed (:meth:`ControlPlane.create_many`). A call that
         times out or is abandoned withdraws its answer and does not use up a round: the
         node's next split joins the same round as everybody else's."""
         members = self._members(parent, node)
@@ -87,9 +88,8 @@ class Communicators:
                 tuple(m for _, _, m in sorted(entries)) for _, entries in sorted(groups.items())
             ]
             try:
-                if admit is not None:
-                    admit(parts)
-                reports = await self.control.create_many(parts)
+                settled = admit(parts) if admit is not None else None
+                reports = await self.control.create_many(parts, settled=settled)
                 for part, report in zip(parts, reports, strict=True):
                     for m in part:
                         split.result[m] = (report.comm_id, part)

@@ -11,7 +11,8 @@ Every change is validated before anything changes (the whole desired state is co
 and is all-or-nothing across the switches that are up: a switch that refuses a write is retried
 a bounded number of times, then the previous communicators are put back everywhere and the
 caller gets a :class:`CommunicatorError` naming the switch. A switch that is down gets the
-whole state when it comes back.
+whole state when it comes back. The desired state is computed on a worker thread, never on the
+event loop, and changes asked for meanwhile are committed together (:mod:`controller.changes`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from controller import p4info, trees, wire
+from controller.changes import ChangeQueue, Comms, CommunicatorError, StateWorker
 from controller.desired_state import Allocators, Communicator, Membership, desired_state
 from controller.drivers.minipackets import FramePort, MiniPacketDriver
 from controller.drivers.p4runtime import P4RuntimeSwitch, SwitchEndpoint, SyncReport
@@ -32,10 +34,6 @@ from controller.switch_state import CapacityError, Sizes, SwitchState
 from controller.topology import Topology, TopologyError
 
 LOG = logging.getLogger(__name__)
-
-
-class CommunicatorError(Exception):
-    """A communicator request that was refused or could not be carried out; nothing changed."""
 
 
 class SwitchSession(Protocol):
@@ -57,6 +55,8 @@ class SwitchSession(Protocol):
 
 
 OnReady = Callable[[SwitchSession], Awaitable[None]]
+# told once a create's outcome is known: the new communicators' ids, or None (not installed)
+Installed = Callable[[list[int] | None], None]
 SessionFactory = Callable[[SwitchEndpoint, Callable[[], SwitchState], OnReady], SwitchSession]
 
 
@@ -84,6 +84,8 @@ class ControlPlane:
         sizes: Sizes | None = None,
         sessions: SessionFactory | None = None,
         write_attempts: int = 3,
+        compute_timeout: float = 300.0,
+        change_timeout: float = 600.0,
     ) -> None:
         self.topo = topo
         self.p4info_path = build_dir / f"{program}.p4info.txtpb"
@@ -112,7 +114,10 @@ class ControlPlane:
         # per switch: times its registers were written after a (re)connection, the end of
         # _on_ready (wait_reprogrammed waits for this, not for the session's count)
         self._reprogrammed: dict[int, int] = {}
-        self.states = self._compute(self.comms)
+        self.states = self._compute((), {})
+        # desired states are computed on one worker thread; changes commit under _lock
+        self.worker = StateWorker(compute_timeout)
+        self.changes = ChangeQueue(self, self._lock, timeout=change_timeout)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -168,7 +173,9 @@ class ControlPlane:
         )
 
     async def stop(self) -> None:
+        await self.changes.close()
         await asyncio.gather(*(s.stop() for s in self.switches.values()))
+        self.worker.close()
 
     async def _on_ready(self, switch: SwitchSession) -> None:
         """A switch (re)connected and holds its tables again: now its register slots."""
@@ -212,51 +219,45 @@ class ControlPlane:
                     if wire.serial_lt(newest, reply.epoch):
                         newest = reply.epoch
             self._resumed[(index, comm_id)] = newest
-        self.states = self._compute(self.comms)
+        self.states = await self.recompute(self.comms, f"the resumed barriers of switch {index}")
 
     # -- desired state -------------------------------------------------------------------
 
-    def _compute(self, comms: dict[int, Communicator]) -> dict[int, SwitchState]:
-        """The desired state of every switch for ``comms``; raises (CommunicatorError) before
-        anything changes when the communicators are invalid or do not fit."""
+    async def recompute(self, comms: Comms, what: str) -> dict[int, SwitchState]:
+        """The desired state of every switch for ``comms``, computed on the worker thread (the
+        event loop answers other requests meanwhile); raises CommunicatorError when the
+        communicators are invalid, do not fit or take longer than ``compute_timeout``."""
+        communicators, resumed = list(comms.values()), dict(self._resumed)
+        return await self.worker.run(lambda: self._compute(communicators, resumed), what)
+
+    def _compute(
+        self, comms: Iterable[Communicator], resumed: Mapping[tuple[int, int], int]
+    ) -> dict[int, SwitchState]:
+        """The desired state of every switch for ``comms`` with the barrier epochs restarted
+        switches resumed from. Only the worker thread runs it (after __init__): it alone
+        touches the allocators."""
         try:
             states = desired_state(
                 self.topo,
-                comms.values(),
+                comms,
                 sizes=self.sizes,
                 replication=self.replication,
                 allocators=self.allocators,
             )
         except (TopologyError, CapacityError) as exc:
             raise CommunicatorError(str(exc)) from exc
-        for (switch, comm_id), epoch in self._resumed.items():
+        for (switch, comm_id), epoch in resumed.items():
             slot = states[switch].barrier_slots.get(comm_id)
             if slot is not None:
                 states[switch].barrier_slots[comm_id] = replace(slot, base_epoch=epoch)
         return states
 
-    async def _commit(self, comms: dict[int, Communicator], what: str) -> tuple[int, int]:
-        """Make ``comms`` the communicators on every switch that is up, or on none: if a switch
-        does not take the change, the previous communicators are pushed back and the caller
-        gets a CommunicatorError. Returns (P4Runtime changes, mini packets)."""
-        states = self._compute(comms)  # validation: raises before any change
-        previous = self.comms
-        self.comms, self.states = comms, states
-        try:
-            return await self._apply()
-        except CommunicatorError as exc:
-            self.comms = previous
-            self.states = self._compute(previous)
-            try:
-                await self._apply()
-            except CommunicatorError as again:
-                LOG.error(
-                    "undoing %s failed too (%s): such a switch is reprogrammed from the "
-                    "desired state when its session comes back",
-                    what,
-                    again,
-                )
-            raise CommunicatorError(f"{what} was not installed and is undone: {exc}") from exc
+    async def push(self) -> tuple[int, int]:
+        """Push the desired state (the change queue's last step); once it is on the switches,
+        the resumed epochs of communicators that are gone go too (a reused id starts afresh)."""
+        pushed = await self._apply()
+        self._resumed = {k: v for k, v in self._resumed.items() if k[1] in self.comms}
+        return pushed
 
     async def _apply(self, timeout: float = 30.0) -> tuple[int, int]:
         """Push the current desired state to every switch that is up: (P4Runtime changes,
@@ -320,10 +321,11 @@ class ControlPlane:
         comm_id: int | None = None,
         roots: tuple[int, ...] | None = None,
         membership: Membership | None = None,
+        settled: Installed | None = None,
     ) -> InstallReport:
         """Install a communicator's trees and barrier slots; answer once they are in place."""
         (report,) = await self.create_many(
-            [tuple(members)], comm_id=comm_id, roots=roots, membership=membership
+            [tuple(members)], comm_id=comm_id, roots=roots, membership=membership, settled=settled
         )
         return report
 
@@ -334,13 +336,17 @@ class ControlPlane:
         comm_id: int | None = None,
         roots: tuple[int, ...] | None = None,
         membership: Membership | None = None,
+        settled: Installed | None = None,
     ) -> list[InstallReport]:
         """Several communicators in one change: one recomputation, one push to each switch
-        (a split creates one per color)."""
-        async with self._lock:
-            started = time.perf_counter()
-            comms = dict(self.comms)
-            added: list[Communicator] = []
+        (a split creates one per color). ``settled`` hears the outcome even if this caller
+        leaves meanwhile: the new ids (in the order of ``groups``), or None if not installed."""
+        started = time.perf_counter()
+        added: list[Communicator] = []
+
+        def edit(current: Comms) -> tuple[Comms, str]:
+            comms = dict(current)
+            added.clear()
             for members in groups:
                 if comm_id is not None and not added:
                     if comm_id in comms:
@@ -353,36 +359,47 @@ class ControlPlane:
                 )
                 comms[new_id] = comm
                 added.append(comm)
-            ids = [c.comm_id for c in added]
-            changes, mps = await self._commit(comms, f"communicators {ids}")
-            seconds = time.perf_counter() - started
-            LOG.info(
-                "communicators %s installed in %.3f s: %d P4Runtime changes, %d mini packets",
-                ids,
-                seconds,
-                changes,
-                mps,
-            )
-            return [
-                InstallReport(c.comm_id, seconds, len(self.switches), changes, mps) for c in added
-            ]
+            return comms, f"communicators {[c.comm_id for c in added]}"
+
+        def told(carried_out: bool) -> None:
+            if settled is not None:
+                settled([c.comm_id for c in added] if carried_out else None)
+
+        changes, mps = await self.changes.submit(edit, told)
+        seconds = time.perf_counter() - started
+        LOG.info(
+            "communicators %s installed in %.3f s: %d P4Runtime changes, %d mini packets",
+            [c.comm_id for c in added],
+            seconds,
+            changes,
+            mps,
+        )
+        return [InstallReport(c.comm_id, seconds, len(self.switches), changes, mps) for c in added]
 
     async def ensure_trees(self, comm_id: int, root: int) -> InstallReport:
         """Make sure the trees of ``root`` are installed (persistent collectives' init)."""
-        async with self._lock:
-            started = time.perf_counter()
-            comm = self._comm(comm_id)
+        started = time.perf_counter()
+        there = False
+
+        def edit(current: Comms) -> tuple[Comms, str]:
+            nonlocal there
+            comm = _known(current, comm_id)
             if root not in comm.members:
                 raise CommunicatorError(
                     f"communicator {comm_id}: root {root} is not a member, so it has no trees"
                 )
-            if comm.roots is None or root in comm.roots:
-                return InstallReport(comm_id, time.perf_counter() - started, 0, 0, 0)
-            comms = {**self.comms, comm_id: replace(comm, roots=(*comm.roots, root))}
-            changes, mps = await self._commit(comms, f"trees of root {root} on {comm_id}")
-            return InstallReport(
-                comm_id, time.perf_counter() - started, len(self.switches), changes, mps
-            )
+            there = comm.roots is None or root in comm.roots
+            if comm.roots is None or there:
+                return current, f"trees of root {root} on {comm_id} (there already)"
+            changed = replace(comm, roots=(*comm.roots, root))
+            return {**current, comm_id: changed}, f"trees of root {root} on {comm_id}"
+
+        changes, mps = await self.changes.submit(edit)
+        if there:
+            return InstallReport(comm_id, time.perf_counter() - started, 0, 0, 0)
+        return InstallReport(
+            comm_id, time.perf_counter() - started, len(self.switches), changes, mps
+        )
 
     async def released_barrier_epoch(self, comm_id: int) -> int:
         """The newest barrier epoch the root switch of ``comm_id``'s barrier tree released.
@@ -400,17 +417,17 @@ class ControlPlane:
     async def free(self, comm_id: int) -> None:
         """Remove a communicator and its switch state (MPI's per-member votes are
         :mod:`controller.communicators`' business)."""
-        async with self._lock:
-            self._comm(comm_id)
-            comms = {k: v for k, v in self.comms.items() if k != comm_id}
-            await self._commit(comms, f"freeing communicator {comm_id}")
-            self._resumed = {k: v for k, v in self._resumed.items() if k[1] != comm_id}
+
+        def edit(current: Comms) -> tuple[Comms, str]:
+            _known(current, comm_id)
+            return {k: v for k, v in current.items() if k != comm_id}, (
+                f"freeing communicator {comm_id}"
+            )
+
+        await self.changes.submit(edit)
 
     def _comm(self, comm_id: int) -> Communicator:
-        comm = self.comms.get(comm_id)
-        if comm is None:
-            raise CommunicatorError(f"unknown communicator {comm_id}")
-        return comm
+        return _known(self.comms, comm_id)
 
     # -- reading state back --------------------------------------------------------------
 
@@ -431,3 +448,10 @@ class ControlPlane:
     async def barrier_state(self, index: int, comm_id: int) -> wire.MiniPacket:
         assert self.mp is not None
         return await self.mp.read_barrier(self.topo.switch(index).node_id, comm_id)
+
+
+def _known(comms: Comms, comm_id: int) -> Communicator:
+    comm = comms.get(comm_id)
+    if comm is None:
+        raise CommunicatorError(f"unknown communicator {comm_id}")
+    return comm

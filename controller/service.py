@@ -20,10 +20,14 @@ operator. A ``node`` in a request body must be the caller's own (the operator ma
 Only members may free, split or ask for trees of a communicator, and a host may only create
 communicators it belongs to; one with other members only once every member asked for it
 (:mod:`controller.consent`). Each host is charged for every communicator it created, consented
-to or got from a split, at most ``comms_per_caller`` at once. Rendezvous are defined by their
-members and bounded per node (:mod:`controller.rendezvous`). Each connection has at most
-``in_flight`` requests open, each request line is bounded, and every request is validated
-before any state changes (``controller.runtime``).
+to or got from a split, at most ``comms_per_caller`` at once; a create or split still being
+installed counts too (its places are reserved when it is admitted, become its charge once it is
+installed and are given back if it is not), so concurrent requests cannot overrun the bound.
+Rendezvous are defined by their members and bounded per node (:mod:`controller.rendezvous`).
+Each connection has at most ``in_flight`` requests open, each request line is bounded, and
+every request is validated before any state changes (``controller.runtime``). Switch state is
+computed off the event loop (``controller.changes``): while one request's change is computed,
+the others are answered.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from controller.consent import Consents
 from controller.desired_state import Membership
 from controller.refusals import Refused
 from controller.rendezvous import Meetings
-from controller.runtime import CommunicatorError, ControlPlane
+from controller.runtime import CommunicatorError, ControlPlane, Installed
 
 LOG = logging.getLogger(__name__)
 MAX_LINE = 1 << 20
@@ -73,6 +77,8 @@ class CommService:
         # communicator -> the hosts charged for it (its creator, consenting members, a
         # split's parts' members)
         self._charged: dict[int, frozenset[int]] = {}
+        # node -> places it holds in creates and splits admitted but not yet settled
+        self._reserved: collections.Counter[int] = collections.Counter()
         self._open: collections.Counter[Caller] = collections.Counter()  # requests in flight
         self.requests = 0
         self.refused = 0
@@ -206,13 +212,40 @@ class CommService:
         )
 
     def _may_charge(self, nodes: list[int]) -> None:
-        for node in nodes:
-            live = self.charged_to(node)
-            if live >= self.comms_per_caller:
+        for node, more in collections.Counter(nodes).items():
+            live, pending = self.charged_to(node), self._reserved[node]
+            if live + pending + more > self.comms_per_caller:
+                being = f" and {pending} being installed" if pending else ""
                 raise Refused(
-                    f"node {node} already has {live} communicators it created or split (at "
-                    f"most {self.comms_per_caller} at once); free some first"
+                    f"node {node} already has {live} communicators it created or split{being} "
+                    f"(at most {self.comms_per_caller} at once); free some first"
                 )
+
+    def _reserve(self, parts: list[tuple[int, ...]]) -> Installed:
+        """Admit communicators of ``parts`` against every member's bound and reserve a place
+        for each, at once (nothing awaits between the check and the reservation, so concurrent
+        requests see each other's). What it returns, given to the create, turns the places
+        into charges once the parts are installed, or gives them back when they are not
+        (failed, refused by a switch, withdrawn). The caller hands it to the create with no
+        await in between: the change queue then tells it exactly once, even if the caller
+        leaves while the change is computed."""
+        nodes = [m for part in parts for m in part]
+        self._may_charge(nodes)
+        self._reserved.update(nodes)
+        pending = True
+
+        def settled(comm_ids: list[int] | None) -> None:
+            nonlocal pending
+            if not pending:
+                return
+            pending = False
+            self._reserved.subtract(nodes)
+            self._reserved = +self._reserved  # drops the nodes that hold none
+            if comm_ids is not None:
+                for comm_id, part in zip(comm_ids, parts, strict=True):
+                    self._charge(comm_id, part)
+
+        return settled
 
     def _charge(self, comm_id: int, nodes: tuple[int, ...]) -> None:
         self._charged = {k: v for k, v in self._charged.items() if k in self.control.comms}
@@ -227,15 +260,14 @@ class CommService:
         )
 
         async def install() -> dict[str, Any]:
-            if caller.node is not None:
-                self._may_charge(members)
+            # charged to every member (the operator is not bounded)
+            settled = None if caller.node is None else self._reserve([tuple(members)])
             report = await self.control.create(
                 members,
                 roots=roots,
                 membership=Membership(membership) if membership else None,
+                settled=settled,
             )
-            if caller.node is not None:
-                self._charge(report.comm_id, tuple(members))
             return {"comm_id": report.comm_id, "install_seconds": report.seconds}
 
         if caller.node is None or set(members) == {caller.node}:
@@ -262,7 +294,6 @@ class CommService:
             )
             if answer is None:
                 return {"comm_id": None}
-            self._charge(answer[0], answer[1])
             return {"comm_id": answer[0], "members": list(answer[1])}
         if op == "free":
             comm_id = int(request["comm_id"])
@@ -290,9 +321,9 @@ class CommService:
             }
         raise ValueError(f"unknown op {op!r}")
 
-    def _admit_split(self, parts: list[tuple[int, ...]]) -> None:
+    def _admit_split(self, parts: list[tuple[int, ...]]) -> Installed:
         """A split's parts are charged to their members (each called split: consent)."""
-        self._may_charge([m for part in parts for m in part])
+        return self._reserve(parts)
 
     async def _rendezvous(self, request: dict[str, Any], caller: Caller) -> dict[str, Any]:
         on = request.get("comm_id")

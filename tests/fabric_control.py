@@ -9,10 +9,14 @@ writes, and a switch can be restarted (registers lost, the session comes back).
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from controller.desired_state import desired_state
 from controller.drivers.p4runtime import SwitchEndpoint, SyncReport
 from controller.runtime import ControlPlane, OnReady
 from controller.switch_model import SwitchModel
@@ -121,8 +125,6 @@ class ControlledFabric:
         config: EngineConfig | None = None,
         options: CommOptions | None = None,
     ) -> None:
-        from controller.desired_state import desired_state
-
         self.topo = topo
         self.loop = loop
         self.config = config
@@ -169,3 +171,36 @@ class ControlledFabric:
             Comm(self.engine(n), comm_id, members, innet=True, options=self.options)
             for n in members
         ]
+
+
+class HeldRecompute:
+    """``desired_state``, held the first time it computes a communicator of ``members``: it
+    sets ``entered``, then waits for ``release`` (at most ``hold`` seconds, so a test of code
+    that blocks on it still ends) and raises ``fail`` if given. Patched over
+    ``controller.runtime.desired_state``, it makes one change's computation as slow as a test
+    needs, deterministically."""
+
+    def __init__(
+        self, members: tuple[int, ...] | list[int], fail: Exception | None = None, hold: float = 5
+    ) -> None:
+        self.members = tuple(members)
+        self.fail = fail
+        self.hold = hold
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.released_at = 0.0
+        self.calls = 0
+
+    def __call__(self, topo: Topology, comms: Any = (), **kwargs: Any) -> dict[int, SwitchState]:
+        comms = list(comms)
+        self.calls += 1
+        if not self.entered.is_set() and any(c.members == self.members for c in comms):
+            self.entered.set()
+            self.release.wait(self.hold)
+            if self.fail is not None:
+                raise self.fail
+        return desired_state(topo, comms, **kwargs)
+
+    def let_go(self) -> None:
+        self.released_at = time.monotonic()
+        self.release.set()

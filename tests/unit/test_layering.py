@@ -29,6 +29,7 @@ PACKAGES = ("controller", "host_agents", "mininet_topos")
 # drivers and the Tofino shim, and the control plane (runtime, service) over the drivers
 CONTROL = {
     "controller.runtime",
+    "controller.changes",
     "controller.service",
     "controller.communicators",
     # the service's parts: who may meet, who consented, how a request is refused

@@ -91,6 +91,7 @@ class Engine:
         self.plan = plan
         self.rng = random.Random(seed if seed is not None else node_id)
         self.stats = EngineStats()
+        self.last_heard = self.loop.time()  # the newest frame's arrival (Endpoint.last_heard)
         self.mac = directory.macs.get(node_id, b"\x02" + b"\x00" * 5)
         self.entitled = Entitlement(node_id, directory, plan)
         self._epochs = Epochs(self.cfg)  # started and unfinished: what early data may join
@@ -320,6 +321,7 @@ class Engine:
 
     def _on_frame(self, frame: bytes) -> None:
         self.stats.frames_received += 1
+        self.last_heard = self.loop.time()
         try:
             parsed = wire.parse_frame(frame)
         except wire.WireError as exc:

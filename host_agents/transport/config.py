@@ -137,6 +137,7 @@ class EngineStats:
     unacknowledged_multicasts: int = 0
     mcast_acks_at_root: int = 0  # multicast ACK frames reaching this node as a multicast root
     nacks_sent: int = 0
+    tail_nacks: int = 0  # of nacks_sent: for a tail that stopped (no later segment shows a gap)
     nacks_received: int = 0
     nacks_forwarded: int = 0
     coroot_repairs: int = 0  # segments a co-root resent to a member from its own copy

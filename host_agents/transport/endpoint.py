@@ -41,6 +41,13 @@ class Endpoint(Protocol):
     @property
     def rng(self) -> random.Random: ...
 
+    @property
+    def last_heard(self) -> float:
+        """Loop time of the newest frame this host received, whatever it was: while it is
+        recent, the host's own link is still delivering, so queues, not losses, may explain
+        a silence (:mod:`host_agents.transport.queue_wait`)."""
+        ...
+
     def send_frame(
         self, dst_mac: bytes, hdr: wire.Header, payload: bytes | memoryview = b""
     ) -> None:

@@ -24,6 +24,7 @@ from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.merged_claims import SentStamps, claim_refusal
 from host_agents.transport.messages import Source, segment_bounds, segment_count
 from host_agents.transport.nack_bounds import asker_unit, lacking
+from host_agents.transport.queue_wait import link_busy
 from host_agents.transport.rtt import RttEstimate
 from host_agents.transport.stamps import NO_STAMP, echoed_round_trip
 
@@ -67,6 +68,7 @@ class McastRoot:
         # the tree must wait for them anyway (below), and returning early put that wait,
         # several timeouts under loss, into every rank's next broadcast
         self.returns_early = not plan.merged_by
+        self.merged = bool(plan.merged_by)  # the switches merge its ACKs: it hears one stream
         # the multicast before this one on the same tree, until it is acknowledged
         self.behind: McastRoot | None = None
         self.created = self.last_progress = loop.time()
@@ -265,8 +267,18 @@ class MulticastRoots:
                 )
             )
             return
+        if root.merged and self._queue_explains(root, waited):
+            root.backoff *= 2  # look again later: the tree is still delivering
+            root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
+            return
         first = root.slowest
         segments = range(first, min(first + 4, root.next_new))
+        if root.merged:
+            # the switches say nothing until every receiver has a checkpoint: resend the
+            # newest segment only (a tail-loss probe). A receiver that lacks it takes it, one
+            # that lacks an earlier one sees the gap and NACKs it, and one that has it
+            # repeats its checkpoint (a merged ACK lost on the way up is sent again)
+            segments = range(root.next_new - 1, root.next_new)
         behind = self._behind(root, first)
         if len(behind) > max(1, len(root.receivers) // 4):
             for seg in segments:  # many behind: one copy down the whole tree serves them all
@@ -279,6 +291,13 @@ class MulticastRoots:
                 self._repair_one(root, first, node)
         root.backoff *= 2
         root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
+
+    def _queue_explains(self, root: McastRoot, waited: float) -> bool:
+        """Does a queue explain a switch-merged root's silence? Its host heard frames since
+        the timer was set (it is a receiver of the others' traffic too), and the wait is under
+        the tree's RTO cap (:mod:`host_agents.transport.queue_wait`)."""
+        now = self.loop.time()
+        return waited < root.rto_max and link_busy(self.endpoint, now, root.rto)
 
     def _behind(self, root: McastRoot, first: int) -> list[int]:
         """The nodes whose reports hold the root at ``first``: co-roots, direct receivers, or

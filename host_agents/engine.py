@@ -1,25 +1,19 @@
 """The host protocol engine: one per host, on an asyncio loop, driven only by frames arriving
-and timers firing, never by polling.
-
-Collectives above it (``host_agents.algorithms``) send and receive *messages* named by (peer,
-communicator, epoch, tag) or (root, communicator, epoch, tree); the engine segments them to
-the MTU and makes them reliable. Each protocol lives in its own module under
-``host_agents/transport/``:
-
-* ``unicast``: per-message window, per-peer AIMD, SACK, fast retransmit, RTO with backoff;
-* ``multicast_root``: the switch replicates, the root keeps a window over its slowest group;
-* ``multicast_receiver``: receivers' delayed ACKs and randomly delayed NACKs;
-* ``aggregation``: a co-root per dragonfly group merges its group's ACKs and NACKs ([IB-mcast]);
-* ``publish``: multicast without ACKs (allgather), repaired on request, requests paced;
-* ``barrier``: ARRIVE resent with backoff until a RELEASE covering its epoch arrives;
-* ``probes``: PING and PONG;
-* ``inbox`` and ``early``: messages being received, and the budgets of those nobody asked
-  for yet.
+and timers firing, never by polling. Collectives above it (``host_agents.algorithms``) send
+and receive *messages* named by (peer, communicator, epoch, tag) or (root, communicator,
+epoch, tree); the engine segments them to the MTU and makes them reliable. Each protocol lives
+in its own module under ``host_agents/transport/``: ``unicast`` (per-message window,
+per-peer AIMD, SACK, RTO with backoff); ``multicast_root`` (the switch replicates, the root
+keeps a window over its slowest group); ``multicast_receiver``
+(delayed ACKs, randomly delayed NACKs); ``aggregation`` (a co-root per dragonfly group merges
+its group's ACKs and NACKs, [IB-mcast]); ``publish`` (multicast without ACKs, for allgather);
+``barrier`` (ARRIVE resent until a RELEASE covers its epoch); ``queue_wait`` (silences that
+queues explain); ``inbox`` and ``early`` (messages being received, and those nobody asked for
+yet).
 
 This module keeps what they share: the port, frame dispatch, the sender checks
-(:mod:`host_agents.entitlement`), counters and drop accounting, and the lifecycle of
-communicators. A message whose peer makes no progress for ``peer_timeout`` fails with
-:class:`PeerTimeout`; nothing waits forever.
+(:mod:`host_agents.entitlement`), counters, drops, and communicators' lifecycle. A message
+whose peer makes no progress for ``peer_timeout`` fails with :class:`PeerTimeout`.
 """
 
 from __future__ import annotations
@@ -47,11 +41,13 @@ from host_agents.transport.epochs import Epochs
 from host_agents.transport.feedback import unpack_ranges
 from host_agents.transport.inbox import Inbox
 from host_agents.transport.keys import McastKey, UnicastKey
+from host_agents.transport.mcast_root_state import McastRoot
 from host_agents.transport.messages import Incoming, Source
 from host_agents.transport.multicast_receiver import MulticastReceiver
-from host_agents.transport.multicast_root import McastRoot, MulticastRoots
+from host_agents.transport.multicast_root import MulticastRoots
 from host_agents.transport.probes import Probes
 from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests
+from host_agents.transport.queue_delay import QueueDelay
 from host_agents.transport.switch_reduce import SwitchReduce
 from host_agents.transport.unicast import Unicast
 
@@ -92,6 +88,7 @@ class Engine:
         self.rng = random.Random(seed if seed is not None else node_id)
         self.stats = EngineStats()
         self.last_heard = self.loop.time()  # the newest frame's arrival (Endpoint.last_heard)
+        self.queue_delay = QueueDelay(self.cfg.stamp_unit, self.cfg.rto_max / 2)
         self.mac = directory.macs.get(node_id, b"\x02" + b"\x00" * 5)
         self.entitled = Entitlement(node_id, directory, plan)
         self._epochs = Epochs(self.cfg)  # started and unfinished: what early data may join
@@ -378,6 +375,7 @@ class Engine:
         if refusal is not None:
             self.drop(refusal, hdr)
             return
+        self.queue_delay.observe(hdr, self.last_heard)
         self._mcast_rx.on_data(hdr, payload)
 
     def _on_mcast_ack(self, hdr: wire.Header) -> None:

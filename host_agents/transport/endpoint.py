@@ -15,6 +15,7 @@ from controller import wire
 from host_agents.directory import Directory
 from host_agents.plans import PlanFunc
 from host_agents.transport.config import EngineConfig, EngineStats
+from host_agents.transport.queue_delay import QueueDelay
 
 BROADCAST_MAC = b"\xff" * 6  # multicast data and ARRIVE: the switch decides where they go
 
@@ -40,6 +41,11 @@ class Endpoint(Protocol):
 
     @property
     def rng(self) -> random.Random: ...
+
+    @property
+    def queue_delay(self) -> QueueDelay:
+        """Queueing lately seen in roots' send stamps (``queue_delay.QueueDelay``)."""
+        ...
 
     @property
     def last_heard(self) -> float:

@@ -29,7 +29,7 @@ from host_agents.transport.keys import McastKey
 from host_agents.transport.merged_acks import SwitchAcks
 from host_agents.transport.messages import Incoming
 from host_agents.transport.publish import RepairRequests
-from host_agents.transport.queue_wait import silence_is_loss
+from host_agents.transport.queue_wait import queue_allowance, silence_is_loss
 
 AckSink = Callable[[wire.Header], None]  # an ACK this node sends to itself (as a co-root)
 NackSink = Callable[[McastKey, list[tuple[int, int]]], None]  # the same for a NACK
@@ -200,9 +200,10 @@ class MulticastReceiver:
         # what a receiver lacks before it then shows as a gap), so its receivers ask only
         # for gaps: with every rank rooting 16 KiB, 3,298 of 3,734 NACKs were for tails
         # still queued, and 2,342 of 2,377 even when asked only after 2 s of silence
-        limit = max(self.tail_quiet, self.cfg.rto_max)
+        quiet = self.tail_quiet + queue_allowance(self.endpoint, now)
+        limit = max(quiet, self.cfg.rto_max)
         stalled = not self._merged(hdr) and silence_is_loss(
-            self.endpoint, now, silent, self.tail_quiet, limit
+            self.endpoint, now, silent, quiet, limit
         )
         ranges = msg.missing_ranges(MAX_NACK_RANGES, through_tail=stalled)
         # a NACK is asked again after a few ACK-target round trips, doubling while nothing
@@ -213,8 +214,8 @@ class MulticastReceiver:
             return  # no gap: the next segment to arrive looks again (or the root's probe)
         if not ranges or now - msg.last_nack < retry:
             # nothing to report yet (segments still flowing) or reported just now: look again
-            wait = max(retry - (now - msg.last_nack), self.tail_quiet - silent)
-            if not stalled and silent >= self.tail_quiet:
+            wait = max(retry - (now - msg.last_nack), quiet - silent)
+            if not stalled and silent >= quiet:
                 # held: look again at twice the silence, or at the limit if that is sooner
                 wait = max(wait, min(silent, limit - silent))
             msg.nack_timer = self.loop.call_later(

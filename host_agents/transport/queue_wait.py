@@ -8,11 +8,16 @@ rank of Df(2,4,2) broadcasting 16 KiB under switch-merged ACKs at once, the root
 16,000 NACKs, and no merged ACK reached any root in 19 s; with those two timers held off, the
 same operation completed in 2.5 s with 2 resends (measured).
 
-A host sees the queue on its own link: while frames keep arriving, the network is still
-delivering. So a silence only counts as a loss once the host's link has gone quiet too, or
-once it has lasted ``limit`` whatever the link does (a loss amid steady traffic is still
-repaired, later). On an idle network nothing changes: a lost segment of the only flow leaves
-the link quiet.
+A host sees the queue two ways. On its own link: while frames keep arriving, the network is
+still delivering, so a silence only counts as a loss once the host's link has gone quiet too,
+or once it has lasted ``limit`` whatever the link does (a loss amid steady traffic is still
+repaired, later). And in the roots' send stamps: a frame whose one-way delay exceeds the least
+seen from its root waited that much in queues (clocks need not agree, only differences count;
+LEDBAT's measure, RFC 6817), so waits are lengthened by the queueing lately seen
+(``queue_delay.QueueDelay``): with every link at 10 Mb/s the bottleneck is often a global
+link, and a host's own link falls quiet while its frames still wait there. On an idle
+network nothing changes: a lost segment of the only flow leaves the link quiet, and no queue
+was seen.
 """
 
 from __future__ import annotations
@@ -23,6 +28,12 @@ from host_agents.transport.endpoint import Endpoint
 def link_busy(endpoint: Endpoint, now: float, window: float) -> bool:
     """Has this host received any frame within ``window`` seconds of ``now``?"""
     return now - endpoint.last_heard < window
+
+
+def queue_allowance(endpoint: Endpoint, now: float) -> float:
+    """What a wait for a frame adds for the queues lately seen: twice their delay (a frame
+    behind the one that came may meet as much again of others' traffic interleaved)."""
+    return 2 * endpoint.queue_delay.current(now)
 
 
 def silence_is_loss(

@@ -58,6 +58,12 @@ def shaped(network, request: pytest.FixtureRequest):  # type: ignore[no-untyped-
 @pytest.mark.parametrize("algorithm", ["innet", "ragasa", "binomial"])
 def test_every_rank_broadcasts_16k_on_shaped_links(shaped, algorithm: str) -> None:  # type: ignore[no-untyped-def]
     result, (per_op, minimum) = all_roots(shaped, algorithm, 16384, "coroots")
+    print(
+        f"\n{algorithm}: {per_op / 1e6:.1f} MB on the links per operation, "
+        f"{per_op / minimum:.2f}x the minimum; {result.rows[0].avg_us / 1e6:.2f} s per operation"
+        if result.rows
+        else ""
+    )
     assert_complete(result)
     if algorithm != "binomial":
         assert per_op <= LINK_BYTES_FACTOR * minimum, (

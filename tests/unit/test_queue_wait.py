@@ -25,7 +25,9 @@ from host_agents.transport.config import EngineStats
 from host_agents.transport.keys import McastKey
 from host_agents.transport.messages import Source
 from host_agents.transport.multicast_root import MulticastRoots
+from host_agents.transport.queue_delay import QueueDelay
 from host_agents.transport.queue_wait import link_busy, silence_is_loss
+from host_agents.transport.stamps import send_stamp
 from tests.fabric import Cluster, Faults
 
 pytestmark = pytest.mark.unit
@@ -50,6 +52,7 @@ class RootHost:
         self.plan = None
         self.rng = random.Random(1)
         self.last_heard = loop.time() - 1e3  # a quiet link
+        self.queue_delay = QueueDelay(self.cfg.stamp_unit, 1.0)  # and no queue seen
         self.sent: list[wire.Header] = []
 
     def send_frame(self, dst_mac: bytes, hdr: wire.Header, payload: bytes = b"") -> None:
@@ -151,3 +154,57 @@ def test_merged_receivers_leave_a_lost_tail_to_the_roots_probe_and_nack_a_gap(
         assert receiver.nacks_sent == nacks, f"{receiver.nacks_sent} NACKs for a lost {seg}"
 
     asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def stamped(root: int, sent: float, unit: float, *, src: int | None = None) -> wire.Header:
+    return wire.Header(
+        op=wire.Op.MCAST,
+        comm_id=1,
+        root_node=root,
+        src_node=root if src is None else src,
+        stamp=send_stamp(sent, unit),
+    )
+
+
+@pytest.mark.parametrize("clock_offset", [0.0, 3.2767, 6.5535], ids=["same", "half", "wrap"])
+def test_queue_delay_is_the_one_way_delay_above_the_least_seen(clock_offset: float) -> None:
+    """Clocks need not agree (the root's may be ahead by anything, the 16-bit stamps may wrap
+    between send and arrival): only the delay above the least seen counts; it decays, and
+    copies from anyone but the root (no root clock) and unstamped frames count for nothing."""
+    unit = 1e-4
+    delay = QueueDelay(unit, half_life=1.0)
+    root, other = HOSTS[0], HOSTS[1]
+
+    def arrive(sent: float, transit: float, **kw: int) -> None:
+        delay.observe(stamped(root, sent + clock_offset, unit, **kw), sent + transit)
+
+    arrive(100.0, 0.010)  # the least: 10 ms of propagation, no queue
+    assert delay.current(100.01) == 0.0
+    arrive(100.1, 0.310)  # 300 ms in queues
+    assert delay.current(100.41) == pytest.approx(0.3, abs=2 * unit)
+    assert delay.current(101.41) == pytest.approx(0.15, abs=2 * unit)  # one half-life later
+    arrive(101.5, 0.910, src=other)  # a co-root's copy: not the root's clock
+    assert delay.current(102.41) == pytest.approx(0.075, abs=2 * unit)
+    unstamped = wire.Header(op=wire.Op.MCAST, comm_id=1, root_node=root, src_node=root)
+    delay.observe(unstamped, 200.0)
+    assert delay.current(102.41) == pytest.approx(0.075, abs=2 * unit)
+
+
+def test_a_root_that_saw_queues_waits_them_out_before_resending() -> None:
+    """The same quiet link, but the other roots' frames came 0.1 s late: the root's timeout
+    grows by twice that, so it does not resend within its plain RTO."""
+
+    async def body() -> None:
+        host = RootHost(asyncio.get_running_loop())
+        now = host.loop.time()
+        unit = host.cfg.stamp_unit
+        host.queue_delay = QueueDelay(unit, half_life=100.0)
+        host.queue_delay.observe(stamped(HOSTS[5], now - 1.0, unit), now - 0.99)  # the least
+        host.queue_delay.observe(stamped(HOSTS[5], now - 0.2, unit), now - 0.09)  # 0.1 s queued
+        merged_multicast(host)
+        await asyncio.sleep(8 * RTO)
+        assert host.resent() == [], "the root resent within the queueing it had seen"
+        await asyncio.sleep(0.3)
+        assert host.resent(), "the root never resent"
+
+    asyncio.run(asyncio.wait_for(body(), 10))

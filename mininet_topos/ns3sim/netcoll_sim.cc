@@ -215,16 +215,24 @@ class Sim
     uint32_t segment = 1460;
     uint64_t delivered = 0;
 
+    // `segmentBytes`: message bytes per frame (the links' MTU less netcoll's header, as the
+    // agents cut messages: 1460 at 1500-byte frames, 8960 at 9000-byte jumbo frames)
     void Configure(std::string rate,
                    std::string delay,
                    uint32_t switchQueue,
                    uint32_t hostQueue,
-                   uint32_t window)
+                   uint32_t window,
+                   uint32_t segmentBytes)
     {
+        if (segmentBytes == 0 || segmentBytes + FRAME_HEADER > 0xFFFF)
+        {
+            throw std::invalid_argument("a segment takes 1 to 65491 bytes");
+        }
         m_window = window;
+        segment = segmentBytes;
         m_router.SetDeviceAttribute("DataRate", StringValue(rate));
-        // room for a full netcoll segment (1460 bytes) plus our headers
-        m_router.SetDeviceAttribute("Mtu", UintegerValue(1600));
+        // room for a full segment plus our headers
+        m_router.SetDeviceAttribute("Mtu", UintegerValue(segment + FRAME_HEADER));
         m_router.SetChannelAttribute("Delay", StringValue(delay));
         m_router.SetQueue("ns3::DropTailQueue<Packet>",
                           "MaxSize",

@@ -15,7 +15,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller import routing
+from controller import routing, wire
 from controller.topology import Topology
 from controller.trees import Tree
 from mininet_topos.ns3sim.loader import load
@@ -28,8 +28,10 @@ LINK_KIND = {"local": LOCAL_LINK, "line": LOCAL_LINK, "global": GLOBAL_LINK}
 
 @dataclass(frozen=True, slots=True)
 class LinkParams:
-    """Rates, latencies and the switch queue. The rates are [DF-scatter]'s (5.25 GiB/s terminal and
-    local links, 4.7 GiB/s global links, in ns-3's bits per second)."""
+    """Rates, latencies, the switch queue and the frame size. The rates are [DF-scatter]'s
+    (5.25 GiB/s terminal and local links, 4.7 GiB/s global links, in ns-3's bits per second).
+    Hosts cut messages into ``mtu`` less netcoll's header, as the agents do on links of that
+    MTU (Mininet's links carry 9000-byte frames, wire.JUMBO_MTU)."""
 
     rate: str = "45.1Gbps"  # host and local links
     global_rate: str = "40.4Gbps"
@@ -38,11 +40,21 @@ class LinkParams:
     switch_queue: int = 1000  # packets per switch egress port (drop-tail)
     host_queue: int = 1000  # packets; hosts queue messages, their NIC holds a packet or two
     window: int = 64  # unicast segments a host keeps on their way (the engine's message_window)
+    mtu: int = wire.MTU  # bytes of a frame: its segments take wire.max_payload(mtu) of message
+
+    def __post_init__(self) -> None:
+        wire.max_payload(self.mtu)  # ValueError outside what a frame can be
+
+    @property
+    def segment(self) -> int:
+        """Message bytes per frame."""
+        return wire.max_payload(self.mtu)
 
     def describe(self) -> str:
         return (
             f"links {self.rate}/{self.delay}, global {self.global_rate}/{self.global_delay}, "
-            f"switch queues {self.switch_queue} packets, host window {self.window} segments"
+            f"switch queues {self.switch_queue} packets, host window {self.window} segments, "
+            f"MTU {self.mtu} ({self.segment}-byte segments)"
         )
 
 
@@ -82,7 +94,7 @@ class SimNetwork:
 
     def _build(self) -> None:
         topo, sim, p = self.topo, self.sim, self.params
-        sim.Configure(p.rate, p.delay, p.switch_queue, p.host_queue, p.window)
+        sim.Configure(p.rate, p.delay, p.switch_queue, p.host_queue, p.window, p.segment)
         sim.SetGlobalRate(p.global_rate, p.global_delay)
         sim.CreateNodes(topo.num_hosts, topo.num_switches)
         next_router_addr = ROUTER_ADDRESS_BASE

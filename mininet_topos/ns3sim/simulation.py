@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller import routing, trees
+from controller import routing, trees, wire
 from controller.topology import Topology
 from host_agents import collectives as collectives_module
 from host_agents.algorithms import allgather as allgather_module
@@ -348,32 +348,43 @@ def _hollow_buffers(hollow: bool) -> Iterator[None]:
             del namespace["bytearray"]
 
 
-def scatter_minimum(topo: Topology, members: tuple[int, ...], root: int, size: int) -> int:
+def scatter_minimum(
+    topo: Topology,
+    members: tuple[int, ...],
+    root: int,
+    size: int,
+    segment: int = wire.MAX_PAYLOAD,
+) -> int:
     source = members[root]
     return sum(
-        frame_bytes(size) * routing.host_path_hops(topo, source, dst)
+        frame_bytes(size, segment) * routing.host_path_hops(topo, source, dst)
         for dst in members
         if dst != source
     )
 
 
 def minimum_bytes(
-    topo: Topology, collective: str, members: tuple[int, ...], root: int, size: int
+    topo: Topology,
+    collective: str,
+    members: tuple[int, ...],
+    root: int,
+    size: int,
+    segment: int = wire.MAX_PAYLOAD,
 ) -> int | None:
     """The physical minimum (each link on the way carries each segment once), as make bench
     computes it; for a full-machine allgather every root's tree spans every switch."""
     if collective == "bcast":
         tree = trees.innet_tree(topo, members, members[root])
-        return frame_bytes(size) * (1 + tree.switch_links() + len(members) - 1)
+        return frame_bytes(size, segment) * (1 + tree.switch_links() + len(members) - 1)
     if collective == "allgather":
         if len(members) == topo.num_hosts:
-            per_root = frame_bytes(size) * (topo.num_switches + len(members) - 1)
+            per_root = frame_bytes(size, segment) * (topo.num_switches + len(members) - 1)
             return per_root * len(members)
         return sum(
-            frame_bytes(size)
+            frame_bytes(size, segment)
             * (1 + trees.innet_tree(topo, members, r).switch_links() + len(members) - 1)
             for r in members
         )
     if collective == "scatter":
-        return scatter_minimum(topo, members, root, size)
+        return scatter_minimum(topo, members, root, size, segment)
     return None

@@ -40,10 +40,12 @@ class SimIncoming:
 
     __slots__ = ("data", "done", "key", "n_received", "seg_count", "size")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, key: MessageKey, size: int) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, key: MessageKey, size: int, segment: int
+    ) -> None:
         self.key = key
         self.size = size
-        self.seg_count = max(1, -(-size // wire.MAX_PAYLOAD))
+        self.seg_count = max(1, -(-size // segment))
         self.n_received = 0
         self.data: bytes | memoryview = b""
         self.done: asyncio.Future[bytes | memoryview] = loop.create_future()
@@ -261,6 +263,7 @@ class HostEndpoint:
         self.transport = transport
         self.node = node
         self.index = transport.net.host_index[node]
+        self.segment = transport.net.params.segment
         self.loop = transport.loop
         self.mailbox: dict[MessageKey, SimIncoming] = {}
         self.barrier_waits: dict[int, asyncio.Future[None]] = {}
@@ -328,7 +331,7 @@ class HostEndpoint:
     def expect(self, key: MessageKey, size: int, peer: int) -> SimIncoming:
         msg = self.mailbox.get(key)
         if msg is None:
-            msg = SimIncoming(self.loop, key, size)
+            msg = SimIncoming(self.loop, key, size, self.segment)
             self.mailbox[key] = msg
         elif msg.done.done() and msg.size != size:
             raise SizeMismatch(peer, f"message {key}", size, msg.size)
@@ -340,7 +343,7 @@ class HostEndpoint:
     def arrived(self, key: MessageKey, data: bytes | memoryview) -> None:
         msg = self.mailbox.get(key)
         if msg is None:  # before the receiver asked: keep it until it does
-            msg = SimIncoming(self.loop, key, len(data))
+            msg = SimIncoming(self.loop, key, len(data), self.segment)
             self.mailbox[key] = msg
         elif msg.size != len(data):
             if not msg.done.done():

@@ -181,6 +181,31 @@ def main(argv: list[str] | None = None) -> int:
         f"header (default {DEFAULTS.mtu}; the Mininet networks' links carry {wire.JUMBO_MTU})",
     )
     parser.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULTS.window,
+        help="unicast segments a host keeps unacknowledged (the engine's message_window)",
+    )
+    parser.add_argument(
+        "--ack-every",
+        type=int,
+        default=DEFAULTS.ack_every,
+        help="segments a receiver acknowledges at once (the engine's ack_every)",
+    )
+    parser.add_argument(
+        "--ack-delay",
+        type=float,
+        default=DEFAULTS.ack_delay,
+        help="seconds before a receiver acknowledges fewer (the engine's ack_delay; the agents "
+        "stretch it on slow links, mininet_topos/links/timing.py)",
+    )
+    parser.add_argument(
+        "--mcast-window",
+        type=int,
+        default=DEFAULTS.mcast_window,
+        help="segments a multicast root runs ahead of its slowest ACK (the engine's)",
+    )
+    parser.add_argument(
         "--placement",
         choices=("linear", "random"),
         default="linear",
@@ -203,9 +228,13 @@ def main(argv: list[str] | None = None) -> int:
             global_delay=args.global_delay,
             switch_queue=args.switch_queue,
             mtu=args.mtu,
+            window=args.window,
+            ack_every=args.ack_every,
+            ack_delay=args.ack_delay,
+            mcast_window=args.mcast_window,
         )
     except ValueError as exc:
-        parser.error(f"--mtu: {exc}")
+        parser.error(str(exc))
     reason = unavailable_reason()
     if reason:
         print(f"error: {reason}", file=sys.stderr)
@@ -266,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                 "checked": outcome.checked,
                 "messages": outcome.messages,
                 "packets": outcome.packets,
+                "ack_packets": outcome.ack_packets,
+                "ack_bytes": outcome.ack_bytes,
                 "wire_bytes": outcome.wire_bytes,
                 "drops": outcome.drops,
                 "median_us": statistics.median(outcome.times_us),

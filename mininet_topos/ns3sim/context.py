@@ -198,7 +198,7 @@ class SimContext:
         return msg  # type: ignore[return-value]
 
     def publish(self, tree: int, data: Data) -> object:
-        return self.multicast(tree, data)
+        return self.endpoint.multicast(tree, self._mkey(self.rank, tree), data, acked=False)
 
     def withdraw(self, published: object) -> None:
         pass

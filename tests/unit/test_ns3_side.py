@@ -67,6 +67,12 @@ def test_ns3_cuts_messages_as_the_links_mtu_says(monkeypatch: pytest.MonkeyPatch
     assert [(p.mtu, p.segment) for p in built] == [(9000, 8960)]
     assert {r["segment"] for r in out.values()} == {8960}
     assert "MTU 9000 (8960-byte segments)" in out["latency"]["params"]
+    # the windows and ACK cadence BMv2's agents had on these links (windows_for, timers_for):
+    # a jumbo frame at 0.404 Mb/s takes 178 ms, so the 2 ms delayed ACK stretched 178 times
+    (params,) = built
+    assert (params.window, params.mcast_window, params.ack_every) == (10, 5, 2)
+    assert params.ack_delay == pytest.approx(0.002 * 9014 * 8 / 0.404e6 / 1e-3)
+    assert all(r["acks"] for r in out.values())
 
 
 def test_link_params_take_the_frame_size() -> None:
@@ -84,6 +90,11 @@ def test_the_note_names_the_frame_only_where_ns3_cut_other_segments() -> None:
     results.ns3 = {"latency": {**old, "segment": 8960}}
     text = "\n".join(table(results))
     assert "1460-byte" not in text and "same segments" in text
+    assert "completed there when the receiver held the message" in text  # before the ACKs
+    results.ns3 = {"latency": {**old, "segment": 8960, "acks": True}}
+    text = "\n".join(table(results))
+    assert "same segments, and ns-3's sends complete as the engine's" in text
+    assert "held the message" not in text and "start skew" in text
 
 
 def test_ns3_times_are_taken_as_bmv2_takes_its_own(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,9 +19,9 @@ LinkKey = tuple[int, int]
 FRAME_OVERHEAD = wire.ETH_HEADER_LEN + wire.HEADER_LEN  # what one netcoll frame adds to data
 
 
-def frame_bytes(nbytes: int) -> int:
+def frame_bytes(nbytes: int, segment: int = wire.MAX_PAYLOAD) -> int:
     """Bytes of a message's netcoll frames (as BMv2 counts them), all segments."""
-    full, rest = divmod(nbytes, wire.MAX_PAYLOAD)
+    full, rest = divmod(nbytes, segment)
     segments = full + (1 if rest or not nbytes else 0)
     return nbytes + segments * FRAME_OVERHEAD
 
@@ -59,23 +59,24 @@ def predicted_link_bytes(
     members: tuple[int, ...],
     traffic: Traffic,
     multicast_trees: dict[tuple[str, int], trees.Tree],
+    segment: int = wire.MAX_PAYLOAD,
 ) -> Counter[LinkKey]:
     predicted: Counter[LinkKey] = Counter()
     for (src, dst, size), count in traffic.unicasts.items():
         for link in unicast_links(topo, src, dst):
-            predicted[link] += frame_bytes(size) * count
+            predicted[link] += frame_bytes(size, segment) * count
     for (kind, root, size), count in traffic.multicasts.items():
         for link in tree_links(multicast_trees[(kind, root)]):
-            predicted[link] += frame_bytes(size) * count
+            predicted[link] += frame_bytes(size, segment) * count
     if traffic.barriers:
         instances, rest = divmod(traffic.barriers, len(members))
         assert rest == 0, "every member arrives at every barrier"
         for link in barrier_links(trees.barrier_tree(topo, members)):
-            predicted[link] += frame_bytes(0) * instances
+            predicted[link] += frame_bytes(0, segment) * instances
     # a reduction chunk travels like a barrier whose ARRIVEs and RELEASE carry its lanes
     for chunk_bytes, contributions in traffic.reductions.items():
         chunks, rest = divmod(contributions, len(members))
         assert rest == 0, "every member contributes every chunk"
         for link in barrier_links(trees.barrier_tree(topo, members)):
-            predicted[link] += frame_bytes(chunk_bytes) * chunks
+            predicted[link] += frame_bytes(chunk_bytes, segment) * chunks
     return predicted

@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from controller import wire
 from controller.topology_build import parse_spec
 from host_agents.collectives import algorithm_names
 from host_agents.report import Row, format_table, save
@@ -173,6 +174,38 @@ def main(argv: list[str] | None = None) -> int:
         help="packets per switch egress queue (drop-tail)",
     )
     parser.add_argument(
+        "--mtu",
+        type=int,
+        default=DEFAULTS.mtu,
+        help=f"bytes per frame: hosts cut messages into MTU less netcoll's {wire.HEADER_LEN}-byte "
+        f"header (default {DEFAULTS.mtu}; the Mininet networks' links carry {wire.JUMBO_MTU})",
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULTS.window,
+        help="unicast segments a host keeps unacknowledged (the engine's message_window)",
+    )
+    parser.add_argument(
+        "--ack-every",
+        type=int,
+        default=DEFAULTS.ack_every,
+        help="segments a receiver acknowledges at once (the engine's ack_every)",
+    )
+    parser.add_argument(
+        "--ack-delay",
+        type=float,
+        default=DEFAULTS.ack_delay,
+        help="seconds before a receiver acknowledges fewer (the engine's ack_delay; the agents "
+        "stretch it on slow links, mininet_topos/links/timing.py)",
+    )
+    parser.add_argument(
+        "--mcast-window",
+        type=int,
+        default=DEFAULTS.mcast_window,
+        help="segments a multicast root runs ahead of its slowest ACK (the engine's)",
+    )
+    parser.add_argument(
         "--placement",
         choices=("linear", "random"),
         default="linear",
@@ -187,19 +220,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     cells = [c for run in (args.run or [parse_run(q) for q in QUICK]) for c in run]
+    try:
+        params = LinkParams(
+            rate=args.rate,
+            global_rate=args.global_rate,
+            delay=args.delay,
+            global_delay=args.global_delay,
+            switch_queue=args.switch_queue,
+            mtu=args.mtu,
+            window=args.window,
+            ack_every=args.ack_every,
+            ack_delay=args.ack_delay,
+            mcast_window=args.mcast_window,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     reason = unavailable_reason()
     if reason:
         print(f"error: {reason}", file=sys.stderr)
         return 2
     from mininet_topos.ns3sim.simulation import Simulation, minimum_bytes
 
-    params = LinkParams(
-        rate=args.rate,
-        global_rate=args.global_rate,
-        delay=args.delay,
-        global_delay=args.global_delay,
-        switch_queue=args.switch_queue,
-    )
     topo = parse_spec(args.topo)
     print(
         f"*** {topo.shape.spec}: {topo.num_hosts} hosts, {topo.num_switches} switches; "
@@ -232,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                 {"collective": collective, "algorithm": name, "size": size, "error": str(exc)}
             )
             continue
-        minimum = minimum_bytes(topo, collective, members, args.root, size)
+        minimum = minimum_bytes(topo, collective, members, args.root, size, params.segment)
         row = to_row(outcome, minimum)
         rows.append(row)
         ratio = f"{row.link_bytes / minimum:.2f}x minimum" if minimum and row.link_bytes else ""
@@ -254,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                 "checked": outcome.checked,
                 "messages": outcome.messages,
                 "packets": outcome.packets,
+                "ack_packets": outcome.ack_packets,
+                "ack_bytes": outcome.ack_bytes,
                 "wire_bytes": outcome.wire_bytes,
                 "drops": outcome.drops,
                 "median_us": statistics.median(outcome.times_us),

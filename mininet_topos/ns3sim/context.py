@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from controller.topology import Topology
 
 T = TypeVar("T")
-SEGMENT = 1460  # controller.wire.MAX_PAYLOAD: segments as the engine cuts them
 PROGRESS_TIMEOUT = 15.0  # simulated seconds without an arrival (CommOptions.progress_timeout)
 REPAIR_QUIET = 0.2  # simulated seconds the allgather waits between looks at its arrivals
 # the P4 program's reduction packets: lanes per chunk, and chunks a host has in flight
@@ -183,7 +182,7 @@ class SimContext:
 
     @property
     def segment_size(self) -> int:
-        return SEGMENT
+        return self.endpoint.transport.net.params.segment
 
     def _mkey(self, root: int, tree: int) -> tuple[Any, ...]:
         return ("m", self.node(root), self.comm_id, self._epoch, int(tree))
@@ -199,7 +198,7 @@ class SimContext:
         return msg  # type: ignore[return-value]
 
     def publish(self, tree: int, data: Data) -> object:
-        return self.multicast(tree, data)
+        return self.endpoint.multicast(tree, self._mkey(self.rank, tree), data, acked=False)
 
     def withdraw(self, published: object) -> None:
         pass

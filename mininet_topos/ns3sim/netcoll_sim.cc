@@ -17,6 +17,19 @@
 // every route and interface of a router per packet, which at Df(6,12,6) (106 routes, 23
 // interfaces) made a 1 KiB message 4-7 times dearer than at Df(2,4,2).
 //
+// Sends complete as the agents' engine completes them (host_agents/transport/unicast.py,
+// multicast_root.py). A unicast's receiver ACKs cumulatively: every `ackEvery` segments, after
+// `ackDelay` otherwise, and at once for the last segment; the ACK is a frame of its own (our
+// header and the engine's 8-byte selective-ACK bitmap) routed back to the sender, whose window
+// it credits and whose send completes when the ACK of the last segment is in. A multicast's
+// receivers ACK to their ACK target alike (the delayed ACK only for a message longer than the
+// root's window) (host_agents/plans.py: the root for its own group, a co-root per other
+// group, which merges its group's ACKs into one for the root after `ackDelay`, at once when
+// complete); the root runs at most `mcastWindow` segments ahead of its
+// slowest ACK source, and its send completes when its last segment went out (the engine's
+// root returns then and gathers the ACKs in the background). Published multicasts (no ACK
+// plan) are paced by the root's link only. Lossless: no retransmission, no NACK.
+//
 // Every frame carries a 44-byte header: destination and source addresses, padded to 28 bytes
 // (the size of the IPv4 and UDP headers this replaces, so wire bytes stay what they were), and
 // the message's id, size and kind (16 bytes).
@@ -56,8 +69,13 @@ const uint16_t PPP_PROTOCOL = 0x0800;        // any protocol PPP can name; nothi
 const uint32_t KIND_DATA = 0;
 const uint32_t KIND_ARRIVE = 1;
 const uint32_t KIND_RELEASE = 2;
+const uint32_t KIND_ACK = 3;  // a unicast receiver's cumulative ACK, to the sender
+const uint32_t KIND_MACK = 4; // a multicast receiver's or co-root's cumulative ACK, up its plan
+const uint32_t KIND_MASK = 0x7F;
+const uint32_t ACK_BYTES = 8; // an ACK's body: the engine's selective-ACK bitmap
 const uint64_t RELEASE_FLAG = uint64_t(1) << 47;
-const uint32_t WINDOWED = 0x80; // a unicast segment: its arrival credits the sender's window
+const uint64_t SENT_FLAG = uint64_t(1) << 45; // a sender's send completed (message id below)
+const uint32_t WINDOWED = 0x80; // a unicast segment: ACKed to its sender, within its window
 const uint32_t NO_DEVICE = 0xFFFFFFFF;
 
 inline bool
@@ -200,6 +218,45 @@ struct Outgoing
     bool windowed; // unicast: counts against the window; multicast: paced by the NIC only
 };
 
+// A message arriving at a host: segments come in order (one path, FIFO queues), so the count
+// is the cumulative ACK.
+struct Receiving
+{
+    uint32_t got = 0;
+    uint32_t unacked = 0;   // arrived since the last ACK
+    uint32_t to = 0;        // host the ACKs go to (the sender, or a multicast's ACK target)
+    uint32_t kind = 0;      // KIND_ACK or KIND_MACK; 0: nothing is acknowledged
+    EventId timer;          // the delayed ACK
+};
+
+// Who ACKs one multicast tree's messages to whom (the engine's McastPlan, without switch
+// merging): receiver -> target (the root, or its group's co-root, whose own target is itself).
+struct AckPlan
+{
+    uint32_t root = 0;
+    std::unordered_map<uint32_t, uint32_t> target;
+    std::unordered_map<uint32_t, uint32_t> members; // co-root -> receivers it merges (itself too)
+    uint32_t sources = 0; // ACK streams the root waits for: its own receivers' and co-roots'
+};
+
+// A co-root merging its group's ACKs of one multicast.
+struct Merging
+{
+    std::unordered_map<uint32_t, uint32_t> cum; // member -> segments it has
+    uint32_t reported = 0;
+    EventId timer;
+};
+
+// An acknowledged multicast until its root has every ACK.
+struct Multicast
+{
+    uint32_t group;
+    uint32_t segments;
+    std::unordered_map<uint32_t, uint32_t> atRoot; // ACK source -> segments it reported
+    uint32_t slowest = 0;
+    std::unordered_map<uint32_t, Merging> coroots;
+};
+
 class Sim;
 
 struct HostPump
@@ -215,16 +272,27 @@ class Sim
     uint32_t segment = 1460;
     uint64_t delivered = 0;
 
+    // `segmentBytes`: message bytes per frame (the links' MTU less netcoll's header, as the
+    // agents cut messages: 1460 at 1500-byte frames, 8960 at 9000-byte jumbo frames)
     void Configure(std::string rate,
                    std::string delay,
                    uint32_t switchQueue,
                    uint32_t hostQueue,
-                   uint32_t window)
+                   uint32_t window,
+                   uint32_t segmentBytes)
     {
+        if (segmentBytes == 0 || segmentBytes + FRAME_HEADER > 0xFFFF)
+        {
+            throw std::invalid_argument("a segment takes 1 to 65491 bytes");
+        }
         m_window = window;
+        m_ackEvery = 16;
+        m_ackDelay = 0.002;
+        m_mcastWindow = 32;
+        segment = segmentBytes;
         m_router.SetDeviceAttribute("DataRate", StringValue(rate));
-        // room for a full netcoll segment (1460 bytes) plus our headers
-        m_router.SetDeviceAttribute("Mtu", UintegerValue(1600));
+        // room for a full segment plus our headers
+        m_router.SetDeviceAttribute("Mtu", UintegerValue(segment + FRAME_HEADER));
         m_router.SetChannelAttribute("Delay", StringValue(delay));
         m_router.SetQueue("ns3::DropTailQueue<Packet>",
                           "MaxSize",
@@ -233,6 +301,19 @@ class Sim
         // none: the device queue is the switch's drop-tail port queue
         m_router.DisableFlowControl();
         m_hostQueue = hostQueue;
+    }
+
+    // The receivers' ACK cadence and the multicast root's window, as the engine's
+    // ack_every, ack_delay (seconds) and mcast_window.
+    void SetAcks(uint32_t ackEvery, double ackDelay, uint32_t mcastWindow)
+    {
+        if (ackEvery == 0 || mcastWindow == 0 || ackDelay < 0)
+        {
+            throw std::invalid_argument("ACK every 1 or more segments, a window of 1 or more");
+        }
+        m_ackEvery = ackEvery;
+        m_ackDelay = ackDelay;
+        m_mcastWindow = mcastWindow;
     }
 
     void SetGlobalRate(std::string rate, std::string delay)
@@ -286,6 +367,7 @@ class Sim
             dev->SetReceiveCallback(MakeCallback(&Sim::Receive, this));
             // a deque: counters never move, so the trace sinks may point at them
             DeviceCounter& counter = m_counters.emplace_back();
+            m_acks.push_back(0);
             dev->TraceConnectWithoutContext("PhyTxBegin", MakeCallback(&DeviceCounter::Tx, &counter));
             dev->TraceConnectWithoutContext("MacTxDrop", MakeCallback(&DeviceCounter::Drop, &counter));
         }
@@ -336,6 +418,31 @@ class Sim
         m_tables[r].trees[group] = RouterTables::Tree{parent, children};
     }
 
+    // Multicast `group` (rooted at host `root`) is acknowledged: receivers[i] ACKs to
+    // targets[i] (host indices).
+    void SetAckPlan(uint32_t group,
+                    uint32_t root,
+                    const std::vector<uint32_t>& receivers,
+                    const std::vector<uint32_t>& targets)
+    {
+        AckPlan plan;
+        plan.root = root;
+        for (size_t i = 0; i < receivers.size(); i++)
+        {
+            plan.target[receivers[i]] = targets[i];
+            if (targets[i] == root)
+            {
+                plan.sources++;
+            }
+            else
+            {
+                plan.members[targets[i]]++;
+            }
+        }
+        plan.sources += plan.members.size();
+        m_plans[group] = plan;
+    }
+
     // -- barrier state of router r ----------------------------------------------------------
 
     void BarrierRouterSet(uint32_t r, uint32_t expected, bool root, uint32_t parentDevice)
@@ -357,15 +464,25 @@ class Sim
     // -- traffic ------------------------------------------------------------------------------
 
     // A message of `bytes` from host `src` to address `dst` (a host or a multicast group),
-    // cut into segments; each receiver reports it complete once all its segments arrived.
-    // A host sends its messages in order, one segment whenever its NIC is free, and keeps at
-    // most `window` unicast segments on their way (credited back when they arrive, as a
-    // lossless fabric's credits or the engine's window would): a bounded host window, like
-    // the real engine's, instead of an open-loop flood no finite switch buffer survives.
-    void Send(uint32_t src, uint32_t dst, uint64_t msg, uint32_t bytes)
+    // cut into segments; each receiver reports it complete once all its segments arrived, the
+    // sender as SENT_FLAG | msg (a unicast: once its last segment is acknowledged; a
+    // multicast: once its last segment went out). A host sends its messages in order, one
+    // segment whenever its NIC is free, and keeps at most `window` unicast segments
+    // unacknowledged (the engine's message window); an `acked` multicast to a group with an
+    // ACK plan runs at most the multicast window ahead of its slowest ACK source.
+    void Send(uint32_t src, uint32_t dst, uint64_t msg, uint32_t bytes, bool acked)
     {
         uint32_t segments = bytes == 0 ? 1 : (bytes + segment - 1) / segment;
-        m_out[src].push_back(Outgoing{dst, msg, bytes, segments, 0, !IsMulticast(dst)});
+        bool multicast = IsMulticast(dst);
+        if (!multicast)
+        {
+            m_sending[msg] = Sending{segments, 0};
+        }
+        else if (acked && m_plans.count(dst))
+        {
+            m_mcast.emplace(msg, Multicast{dst, segments, {}, 0, {}});
+        }
+        m_out[src].push_back(Outgoing{dst, msg, bytes, segments, 0, !multicast});
         Pump(src);
     }
 
@@ -379,7 +496,15 @@ class Sim
             Outgoing& o = queue.front();
             if (o.windowed && m_inFlight[h] >= m_window)
             {
-                return; // a segment's arrival pumps again
+                return; // an ACK pumps again
+            }
+            if (!o.windowed && o.next >= m_mcastWindow)
+            {
+                auto m = m_mcast.find(o.msg);
+                if (m != m_mcast.end() && o.next >= m->second.slowest + m_mcastWindow)
+                {
+                    return; // the slowest ACK source's next ACK pumps again
+                }
             }
             if (nic->GetNPackets() > 0)
             {
@@ -399,6 +524,10 @@ class Sim
             }
             if (++o.next == o.segments)
             {
+                if (!o.windowed)
+                {
+                    Complete(h, o.msg | SENT_FLAG);
+                }
                 queue.pop_front();
             }
         }
@@ -496,12 +625,19 @@ class Sim
         return m_counters.size();
     }
 
+    // ACK frames device d took to send (of DevicePackets(d)).
+    uint64_t DeviceAcks(uint32_t d) const
+    {
+        return m_acks[d];
+    }
+
     void ResetCounters()
     {
         for (auto& c : m_counters)
         {
             c = DeviceCounter();
         }
+        std::fill(m_acks.begin(), m_acks.end(), 0);
         m_unrouted = 0;
     }
 
@@ -531,8 +667,14 @@ class Sim
         std::fill(m_inFlight.begin(), m_inFlight.end(), 0);
         for (auto& pending : m_rx)
         {
+            for (auto& kv : pending)
+            {
+                kv.second.timer.Cancel();
+            }
             pending.clear();
         }
+        m_sending.clear();
+        m_mcast.clear(); // co-roots' timers find nothing when they fire
         m_done.clear();
     }
 
@@ -562,13 +704,22 @@ class Sim
         FrameHeader header;
         header.frame = f;
         p->AddHeader(header);
-        Transmit(d, p);
+        Transmit(d, p, IsAck(f.kind));
+    }
+
+    static bool IsAck(uint32_t kind)
+    {
+        uint32_t k = kind & KIND_MASK;
+        return k == KIND_ACK || k == KIND_MACK;
     }
 
     // Out of device d (point to point: the far end takes every frame, whatever the address).
-    void Transmit(uint32_t d, Ptr<Packet> p)
+    void Transmit(uint32_t d, Ptr<Packet> p, bool ack)
     {
-        m_devices[d]->Send(p, m_broadcast, PPP_PROTOCOL);
+        if (m_devices[d]->Send(p, m_broadcast, PPP_PROTOCOL) && ack)
+        {
+            m_acks[d]++;
+        }
     }
 
     // One hop: to the node at the other end of device d (a router's barrier state, or a host).
@@ -613,7 +764,7 @@ class Sim
             }
             for (uint32_t out : t->second.children)
             {
-                Transmit(out, p->Copy());
+                Transmit(out, p->Copy(), false);
             }
             return;
         }
@@ -628,38 +779,199 @@ class Sim
             m_unrouted++;
             return;
         }
-        Transmit(out, p->Copy());
+        Transmit(out, p->Copy(), IsAck(f.kind));
     }
 
     void HostReceive(uint32_t node, const Frame& f)
     {
+        uint32_t kind = f.kind & KIND_MASK;
         if (f.kind == KIND_RELEASE)
         {
             Complete(node, f.msg | RELEASE_FLAG);
             return;
         }
-        if (f.kind & WINDOWED)
+        if (kind == KIND_ACK)
         {
-            Credit(f.kind >> 8); // the sender's host index rides above the kind
-        }
-        uint32_t segments = f.bytes == 0 ? 1 : (f.bytes + segment - 1) / segment;
-        if (segments == 1)
-        {
-            Complete(node, f.msg);
+            Acked(node, f.msg, f.bytes); // an ACK's cumulative count rides in `bytes`
             return;
         }
-        auto& pending = m_rx[node];
-        uint32_t& got = pending[f.msg];
-        if (++got == segments)
+        if (kind == KIND_MACK)
         {
-            pending.erase(f.msg);
+            Merge(node, f.msg, f.kind >> 8, f.bytes);
+            return;
+        }
+        uint32_t segments = f.bytes == 0 ? 1 : (f.bytes + segment - 1) / segment;
+        Receiving single;
+        Receiving& r = segments == 1 ? single : m_rx[node][f.msg];
+        r.got++;
+        r.unacked++;
+        bool complete = r.got == segments;
+        bool delayed = true; // may wait ackDelay for ackEvery segments
+        if (f.kind & WINDOWED)
+        {
+            r.to = f.kind >> 8; // the sender's host index rides above the kind
+            r.kind = KIND_ACK;
+        }
+        else if (auto m = m_mcast.find(f.msg); m != m_mcast.end())
+        {
+            r.to = m_plans[m->second.group].target[node];
+            r.kind = KIND_MACK;
+            // the root sends a message no longer than its window at once: no progress is due
+            delayed = m->second.segments > m_mcastWindow;
+        }
+        if (r.kind != 0 && (complete || r.unacked >= m_ackEvery))
+        {
+            Report(node, f.msg, r);
+        }
+        else if (r.kind != 0 && delayed && !r.timer.IsPending())
+        {
+            Time later = Seconds(m_ackDelay);
+            r.timer = Simulator::Schedule(later, &Sim::AckLater, this, node, f.msg);
+        }
+        if (complete)
+        {
+            if (segments > 1)
+            {
+                m_rx[node].erase(f.msg);
+            }
             Complete(node, f.msg);
         }
     }
 
-    void Credit(uint32_t sender)
+    // A receiver's cumulative ACK of what it has, to r.to (a co-root's own goes to itself).
+    void Report(uint32_t node, uint64_t msg, Receiving& r)
     {
-        m_inFlight[sender]--;
+        r.unacked = 0;
+        r.timer.Cancel();
+        if (r.kind == KIND_MACK && r.to == node)
+        {
+            Merge(node, msg, node, r.got);
+            return;
+        }
+        SendAck(node, r.to, msg, r.got, r.kind);
+    }
+
+    void AckLater(uint32_t node, uint64_t msg)
+    {
+        auto it = m_rx[node].find(msg);
+        if (it != m_rx[node].end() && it->second.unacked > 0)
+        {
+            Report(node, msg, it->second);
+        }
+    }
+
+    void SendAck(uint32_t from, uint32_t to, uint64_t msg, uint32_t cum, uint32_t kind)
+    {
+        uint32_t d = m_hostDevice[from];
+        uint32_t dst = m_deviceAddress[m_hostDevice[to]];
+        SendFrame(d, Frame{dst, m_deviceAddress[d], msg, cum, kind | (from << 8)}, ACK_BYTES);
+    }
+
+    // A unicast sender hears that `cum` segments of `msg` arrived.
+    void Acked(uint32_t sender, uint64_t msg, uint32_t cum)
+    {
+        auto it = m_sending.find(msg);
+        if (it == m_sending.end() || cum <= it->second.acked)
+        {
+            return;
+        }
+        Credit(sender, cum - it->second.acked);
+        it->second.acked = cum;
+        if (cum >= it->second.segments)
+        {
+            m_sending.erase(it);
+            Complete(sender, msg | SENT_FLAG);
+        }
+    }
+
+    // Host `node` hears that `from` has `cum` segments of multicast `msg`: as the root, from a
+    // receiver of its own or a co-root; as a co-root, from a member of its group (or itself).
+    void Merge(uint32_t node, uint64_t msg, uint32_t from, uint32_t cum)
+    {
+        auto it = m_mcast.find(msg);
+        if (it == m_mcast.end())
+        {
+            return;
+        }
+        Multicast& m = it->second;
+        const AckPlan& plan = m_plans[m.group];
+        if (node == plan.root)
+        {
+            RootHears(it, plan, from, cum);
+            return;
+        }
+        Merging& g = m.coroots[node];
+        uint32_t& mine = g.cum[from];
+        mine = std::max(mine, cum);
+        uint32_t merged = MinOf(g.cum, plan.members.at(node));
+        if (merged >= m.segments && g.reported < m.segments)
+        {
+            g.reported = merged;
+            g.timer.Cancel();
+            SendAck(node, plan.root, msg, merged, KIND_MACK);
+        }
+        else if (merged > g.reported && !g.timer.IsPending())
+        {
+            Time later = Seconds(m_ackDelay);
+            g.timer = Simulator::Schedule(later, &Sim::MergedLater, this, node, msg);
+        }
+    }
+
+    // A co-root's delayed report of its group's progress.
+    void MergedLater(uint32_t node, uint64_t msg)
+    {
+        auto it = m_mcast.find(msg);
+        if (it == m_mcast.end())
+        {
+            return;
+        }
+        const AckPlan& plan = m_plans[it->second.group];
+        Merging& g = it->second.coroots[node];
+        g.reported = MinOf(g.cum, plan.members.at(node));
+        SendAck(node, plan.root, msg, g.reported, KIND_MACK);
+    }
+
+    void RootHears(std::unordered_map<uint64_t, Multicast>::iterator it,
+                   const AckPlan& plan,
+                   uint32_t source,
+                   uint32_t cum)
+    {
+        Multicast& m = it->second;
+        uint32_t& mine = m.atRoot[source];
+        mine = std::max(mine, std::min(cum, m.segments));
+        uint32_t slowest = MinOf(m.atRoot, plan.sources);
+        if (slowest <= m.slowest)
+        {
+            return;
+        }
+        m.slowest = slowest;
+        if (slowest >= m.segments)
+        {
+            m_mcast.erase(it); // every receiver has it all
+            return;
+        }
+        uint32_t context = m_nodes.Get(plan.root)->GetId();
+        Simulator::ScheduleWithContext(context, Time(0), &Sim::Pump, this, plan.root);
+    }
+
+    // The lowest count, 0 until all `expected` have reported.
+    static uint32_t MinOf(const std::unordered_map<uint32_t, uint32_t>& cum, uint32_t expected)
+    {
+        if (cum.size() < expected)
+        {
+            return 0;
+        }
+        uint32_t low = 0xFFFFFFFF;
+        for (const auto& kv : cum)
+        {
+            low = std::min(low, kv.second);
+        }
+        return low;
+    }
+
+    void Credit(uint32_t sender, uint32_t segments)
+    {
+        m_inFlight[sender] -= segments;
         if (!m_out[sender].empty())
         {
             Simulator::ScheduleWithContext(m_nodes.Get(sender)->GetId(),
@@ -738,7 +1050,19 @@ class Sim
     uint32_t m_window = 64;
     uint64_t m_unrouted = 0;
     std::vector<RouterTables> m_tables;
-    std::vector<std::unordered_map<uint64_t, uint32_t>> m_rx;
+    std::vector<std::unordered_map<uint64_t, Receiving>> m_rx; // host -> message -> arrival
+    struct Sending
+    {
+        uint32_t segments;
+        uint32_t acked;
+    };
+    std::unordered_map<uint64_t, Sending> m_sending;  // unicast message -> its sender's view
+    std::unordered_map<uint32_t, AckPlan> m_plans;    // multicast group -> who ACKs to whom
+    std::unordered_map<uint64_t, Multicast> m_mcast;  // acknowledged multicasts in progress
+    std::vector<uint64_t> m_acks;                     // ACK frames sent, per device
+    uint32_t m_ackEvery = 16;
+    double m_ackDelay = 0.002;
+    uint32_t m_mcastWindow = 32;
     std::vector<BarrierRouter> m_barrier;
     std::vector<uint64_t> m_done;
     bool m_stopping = false;

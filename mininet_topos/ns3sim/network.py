@@ -15,21 +15,32 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller import routing
+from controller import routing, wire
 from controller.topology import Topology
 from controller.trees import Tree
+from host_agents.plans import McastPlan
+from host_agents.transport.config import EngineConfig
 from mininet_topos.ns3sim.loader import load
 
 ROUTER_ADDRESS_BASE = int(ipaddress.IPv4Address("11.0.0.0"))
 MULTICAST_BASE = int(ipaddress.IPv4Address("232.0.0.0"))
 HOST_LINK, LOCAL_LINK, GLOBAL_LINK = 0, 1, 2
 LINK_KIND = {"local": LOCAL_LINK, "line": LOCAL_LINK, "global": GLOBAL_LINK}
+ENGINE = EngineConfig()
+ACK_BYTES = 8  # an ACK frame's body (netcoll_sim.cc): the engine's selective-ACK bitmap
+NS3_OVERHEAD = 2 + 44  # what ns-3 puts around a frame's body: PPP and netcoll_sim's header
 
 
 @dataclass(frozen=True, slots=True)
 class LinkParams:
-    """Rates, latencies and the switch queue. The rates are [DF-scatter]'s (5.25 GiB/s terminal and
-    local links, 4.7 GiB/s global links, in ns-3's bits per second)."""
+    """Rates, latencies, the switch queue, the frame size and the hosts' ACK protocol. The
+    rates are [DF-scatter]'s (5.25 GiB/s terminal and local links, 4.7 GiB/s global links, in
+    ns-3's bits per second). Hosts cut messages into ``mtu`` less netcoll's header, as the
+    agents do on links of that MTU (Mininet's links carry 9000-byte frames, wire.JUMBO_MTU).
+    Receivers acknowledge as the engine's do (``ack_every``, ``ack_delay``: EngineConfig's),
+    and a multicast root runs at most ``mcast_window`` segments ahead of its slowest ACK
+    source; the defaults are the engine's, which the agents on Mininet scale with the frame
+    and the links (mininet_topos.network.windows_for, timers_for)."""
 
     rate: str = "45.1Gbps"  # host and local links
     global_rate: str = "40.4Gbps"
@@ -37,12 +48,30 @@ class LinkParams:
     global_delay: str = "100ns"
     switch_queue: int = 1000  # packets per switch egress port (drop-tail)
     host_queue: int = 1000  # packets; hosts queue messages, their NIC holds a packet or two
-    window: int = 64  # unicast segments a host keeps on their way (the engine's message_window)
+    # unicast segments a host keeps unacknowledged (the engine's message_window)
+    window: int = ENGINE.message_window
+    mtu: int = wire.MTU  # bytes of a frame: its segments take wire.max_payload(mtu) of message
+    ack_every: int = ENGINE.ack_every  # segments a receiver acknowledges at once
+    ack_delay: float = ENGINE.ack_delay  # seconds before it acknowledges fewer
+    mcast_window: int = ENGINE.mcast_window  # segments a multicast root runs ahead
+
+    def __post_init__(self) -> None:
+        wire.max_payload(self.mtu)  # ValueError outside what a frame can be
+        if min(self.window, self.ack_every, self.mcast_window) < 1 or self.ack_delay < 0:
+            raise ValueError("windows and ack_every take 1 or more, ack_delay 0 s or more")
+
+    @property
+    def segment(self) -> int:
+        """Message bytes per frame."""
+        return wire.max_payload(self.mtu)
 
     def describe(self) -> str:
         return (
             f"links {self.rate}/{self.delay}, global {self.global_rate}/{self.global_delay}, "
-            f"switch queues {self.switch_queue} packets, host window {self.window} segments"
+            f"switch queues {self.switch_queue} packets, host window {self.window} segments, "
+            f"MTU {self.mtu} ({self.segment}-byte segments), ACK every {self.ack_every} "
+            f"segments or after {self.ack_delay * 1e3:g} ms, multicast window "
+            f"{self.mcast_window} segments"
         )
 
 
@@ -82,7 +111,8 @@ class SimNetwork:
 
     def _build(self) -> None:
         topo, sim, p = self.topo, self.sim, self.params
-        sim.Configure(p.rate, p.delay, p.switch_queue, p.host_queue, p.window)
+        sim.Configure(p.rate, p.delay, p.switch_queue, p.host_queue, p.window, p.segment)
+        sim.SetAcks(p.ack_every, p.ack_delay, p.mcast_window)
         sim.SetGlobalRate(p.global_rate, p.global_delay)
         sim.CreateNodes(topo.num_hosts, topo.num_switches)
         next_router_addr = ROUTER_ADDRESS_BASE
@@ -166,6 +196,16 @@ class SimNetwork:
                 switch, group, self._device(switch, node.parent_port), children
             )
 
+    def install_ack_plan(self, tree: Tree, plan: McastPlan) -> None:
+        """Who acknowledges the multicasts of ``tree`` to whom (the engine's plan)."""
+        receivers = list(plan.receivers)
+        self.sim.SetAckPlan(
+            self.group_address(tree.kind, tree.root_node),
+            self.host_index[tree.root_node],
+            [self.host_index[r] for r in receivers],
+            [self.host_index[plan.ack_target[r]] for r in receivers],
+        )
+
     def install_barrier(self, tree: Tree) -> None:
         """Barrier counting state of every switch of a switch-rooted tree."""
         for switch, node in tree.nodes.items():
@@ -178,23 +218,27 @@ class SimNetwork:
     # -- counters ---------------------------------------------------------------------------
 
     def link_counters(self) -> dict[tuple[int, int], tuple[int, int, int]]:
-        """(packets, payload bytes, wire bytes) per link direction, keyed like
-        host_agents.fabric: (switch, port) for what a switch sends out of a port, (-1, node)
-        for what a host sends."""
+        """(packets, payload bytes, wire bytes) of data per link direction (ACK frames apart:
+        :meth:`ack_counters`), keyed like host_agents.fabric: (switch, port) for what a
+        switch sends out of a port, (-1, node) for what a host sends."""
+        devices = {link: device for link, (device, _) in self.port_devices.items()}
+        devices.update({(-1, node): device for node, device in self.host_device.items()})
         out: dict[tuple[int, int], tuple[int, int, int]] = {}
         sim = self.sim
-        for (switch, port), (device, _) in self.port_devices.items():
-            out[(switch, port)] = (
-                int(sim.DevicePackets(device)),
-                int(sim.DevicePayload(device)),
-                int(sim.DeviceWire(device)),
+        for link, device in devices.items():
+            acks = int(sim.DeviceAcks(device))
+            out[link] = (
+                int(sim.DevicePackets(device)) - acks,
+                int(sim.DevicePayload(device)) - acks * ACK_BYTES,
+                int(sim.DeviceWire(device)) - acks * (ACK_BYTES + NS3_OVERHEAD),
             )
-        for node, device in self.host_device.items():
-            out[(-1, node)] = (
-                int(sim.DevicePackets(device)),
-                int(sim.DevicePayload(device)),
-                int(sim.DeviceWire(device)),
-            )
+        return out
+
+    def ack_counters(self) -> dict[tuple[int, int], int]:
+        """ACK frames per link direction, keyed as :meth:`link_counters`."""
+        sim = self.sim
+        out = {link: int(sim.DeviceAcks(d)) for link, (d, _) in self.port_devices.items()}
+        out.update({(-1, n): int(sim.DeviceAcks(d)) for n, d in self.host_device.items()})
         return out
 
     def drops(self) -> int:

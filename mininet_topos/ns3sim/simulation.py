@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller import routing, trees
+from controller import routing, trees, wire
 from controller.topology import Topology
 from host_agents import collectives as collectives_module
 from host_agents.algorithms import allgather as allgather_module
@@ -32,7 +32,7 @@ from host_agents.directory import Directory
 from mininet_topos.ns3sim.accounting import FRAME_OVERHEAD, frame_bytes
 from mininet_topos.ns3sim.context import SimContext, SimRank
 from mininet_topos.ns3sim.loop import SimLoop
-from mininet_topos.ns3sim.network import LinkParams, SimNetwork
+from mininet_topos.ns3sim.network import ACK_BYTES, LinkParams, SimNetwork
 from mininet_topos.ns3sim.transport import Transport
 
 COMM_ID = 1
@@ -62,15 +62,17 @@ class Outcome:
     times_us: list[float]  # per rank, simulated
     wrong: int
     checked: str  # "bytes" (every byte compared) or "sizes" (a hollow run)
-    link_bytes: int  # netcoll frame bytes over every link direction
+    link_bytes: int  # netcoll frame bytes of data over every link direction (ACKs apart)
     global_link_bytes: int
-    wire_bytes: int  # what ns-3's devices sent (PPP and the 44-byte frame header included)
-    packets: int
+    wire_bytes: int  # what ns-3's devices sent (PPP, the 44-byte frame header, ACKs included)
+    packets: int  # data frames over every link direction
     drops: int
     messages: int
     wall_s: float
     cpu_s: float  # this process's CPU time: the simulator is one thread on one core
     per_link: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
+    ack_packets: int = 0  # ACK frames over every link direction
+    ack_bytes: int = 0  # their netcoll frame bytes (the engine's: header and SACK bitmap)
 
     @property
     def avg_us(self) -> float:
@@ -205,10 +207,12 @@ class Simulation:
             raise
         finally:
             self._progress = None
+        self._drain()
         wall = time.monotonic() - started_wall
         cpu = time.process_time() - started_cpu
         wrong = self._check(coll, owned, root, size, outputs, hollow)
         counters = self.net.link_counters()
+        acks = sum(self.net.ack_counters().values())
         kinds = self._port_kinds()
         per_link = {
             link: payload + packets * FRAME_OVERHEAD
@@ -232,7 +236,18 @@ class Simulation:
             wall_s=wall,
             cpu_s=cpu,
             per_link=per_link,
+            ack_packets=acks,
+            ack_bytes=acks * (ACK_BYTES + FRAME_OVERHEAD),
         )
+
+    def _drain(self) -> None:
+        """Run until the network is idle: every rank has finished, but the last multicast ACKs
+        (which no rank waits for) may still be on their way; they belong to this run's links,
+        and the next run starts on quiet ones."""
+        sim = self.net.sim
+        while sim.Advance(-1.0):
+            self.transport.deliver()
+        self.loop.now = float(sim.Now())
 
     def _abandon(self, tasks: list[asyncio.Task[None]]) -> None:
         """After a failed collective: cancel what still waits, so the next one starts clean."""
@@ -348,32 +363,43 @@ def _hollow_buffers(hollow: bool) -> Iterator[None]:
             del namespace["bytearray"]
 
 
-def scatter_minimum(topo: Topology, members: tuple[int, ...], root: int, size: int) -> int:
+def scatter_minimum(
+    topo: Topology,
+    members: tuple[int, ...],
+    root: int,
+    size: int,
+    segment: int = wire.MAX_PAYLOAD,
+) -> int:
     source = members[root]
     return sum(
-        frame_bytes(size) * routing.host_path_hops(topo, source, dst)
+        frame_bytes(size, segment) * routing.host_path_hops(topo, source, dst)
         for dst in members
         if dst != source
     )
 
 
 def minimum_bytes(
-    topo: Topology, collective: str, members: tuple[int, ...], root: int, size: int
+    topo: Topology,
+    collective: str,
+    members: tuple[int, ...],
+    root: int,
+    size: int,
+    segment: int = wire.MAX_PAYLOAD,
 ) -> int | None:
     """The physical minimum (each link on the way carries each segment once), as make bench
     computes it; for a full-machine allgather every root's tree spans every switch."""
     if collective == "bcast":
         tree = trees.innet_tree(topo, members, members[root])
-        return frame_bytes(size) * (1 + tree.switch_links() + len(members) - 1)
+        return frame_bytes(size, segment) * (1 + tree.switch_links() + len(members) - 1)
     if collective == "allgather":
         if len(members) == topo.num_hosts:
-            per_root = frame_bytes(size) * (topo.num_switches + len(members) - 1)
+            per_root = frame_bytes(size, segment) * (topo.num_switches + len(members) - 1)
             return per_root * len(members)
         return sum(
-            frame_bytes(size)
+            frame_bytes(size, segment)
             * (1 + trees.innet_tree(topo, members, r).switch_links() + len(members) - 1)
             for r in members
         )
     if collective == "scatter":
-        return scatter_minimum(topo, members, root, size)
+        return scatter_minimum(topo, members, root, size, segment)
     return None

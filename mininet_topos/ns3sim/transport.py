@@ -3,11 +3,14 @@
 A :class:`HostEndpoint` sends and receives *messages* named by keys (a unicast by its sender,
 communicator, epoch and tag; a multicast by its root, communicator, epoch and tree) and arrives
 at switch barriers, as the real agent's engine does; :class:`mininet_topos.ns3sim.context.
-SimContext` puts the collective context on top. The simulated network is lossless unless a
+SimContext` puts the collective context on top. Sends complete as the engine's do: a unicast
+when the receiver's ACK of its last segment is back at the sender, an acknowledged multicast
+when its last segment went out (its receivers' ACKs pace the root's window meanwhile); the
+ACKs are frames on the simulated links (``netcoll_sim.cc``). The network is lossless unless a
 switch queue overflows (then the messages that lost a packet never complete and the run stops
-naming the drops), so there are no ACKs, retransmissions or repairs: a send completes when its
-receivers hold the message. Payload bytes travel beside ns-3, which carries their size: a
-receiver gets a message's bytes when its last segment arrives.
+naming the drops), so there are no retransmissions or repairs. Payload bytes travel beside
+ns-3, which carries their size: a receiver gets a message's bytes when its last segment
+arrives.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller import trees, wire
+from host_agents.directory import Directory
 from host_agents.engine import EngineError, SizeMismatch
+from host_agents.plans import McastPlan, PlanBook
 from host_agents.reduction import reduce_all
 from mininet_topos.ns3sim.network import SimNetwork
 
 RELEASE_FLAG = 1 << 47
 REDUCE_FLAG = 1 << 46  # a reduction chunk's key, apart from every barrier key (32 bits)
+SENT_FLAG = 1 << 45  # a completion of the sender's send, not of a receiver's message
 HOST_SHIFT = 48
 MESSAGE_MASK = (1 << HOST_SHIFT) - 1
 TREE_KINDS = {
@@ -32,6 +38,7 @@ TREE_KINDS = {
     wire.Tree.RAGASA_SPREAD: trees.TREE_RAGASA_SPREAD,
     wire.Tree.RAGASA_GROUP: trees.TREE_RAGASA_GROUP,
 }
+PLAN_COMM = 1  # the one communicator the ACK plans are drawn for
 MessageKey = tuple[Any, ...]
 
 
@@ -40,10 +47,12 @@ class SimIncoming:
 
     __slots__ = ("data", "done", "key", "n_received", "seg_count", "size")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, key: MessageKey, size: int) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, key: MessageKey, size: int, segment: int
+    ) -> None:
         self.key = key
         self.size = size
-        self.seg_count = max(1, -(-size // wire.MAX_PAYLOAD))
+        self.seg_count = max(1, -(-size // segment))
         self.n_received = 0
         self.data: bytes | memoryview = b""
         self.done: asyncio.Future[bytes | memoryview] = loop.create_future()
@@ -63,6 +72,7 @@ class _Message:
     size: int
     receivers: int  # completions still to come
     sent: asyncio.Future[None] | None
+    sending: bool = True  # the sender's send has not completed
 
 
 @dataclass(slots=True)
@@ -109,6 +119,7 @@ class Transport:
         self.hollow = False  # payloads not carried (see Simulation.hollow)
         self._zeros: dict[int, memoryview] = {}
         self._reductions: dict[tuple[int, int], _SharedReduction] = {}
+        self._plans: PlanBook | None = None
 
     def endpoint(self, node: int) -> HostEndpoint:
         if node not in self.endpoints:
@@ -128,7 +139,9 @@ class Transport:
         size: int,
         receivers: int,
         sent: asyncio.Future[None] | None,
+        acked: bool = True,
     ) -> None:
+        """``acked``: a multicast its receivers acknowledge (not a published one)."""
         msg_id = self.next_id
         self.next_id += 1
         if receivers == 0:
@@ -136,7 +149,7 @@ class Transport:
                 sent.set_result(None)
             return
         self.messages[msg_id] = _Message(key, data, size, receivers, sent)
-        self.sim.Send(self.net.host_index[src], dst_address, msg_id, size)
+        self.sim.Send(self.net.host_index[src], dst_address, msg_id, size, acked)
 
     def zeros(self, size: int) -> memoryview:
         """What a hollow message delivers: one shared zero-filled view per size (a view, so
@@ -160,8 +173,18 @@ class Transport:
         else:
             tree = trees.ragasa_trees(topo, members, root).spread
         self.net.install_tree(tree)
+        self.net.install_ack_plan(tree, self._plan(kind, root))
         self.tree_cache[(kind, root)] = tree
         return tree
+
+    def _plan(self, kind: str, root: int) -> McastPlan:
+        """The engine's ACK plan of ``root``'s multicasts on a ``kind`` tree (co-roots)."""
+        if self._plans is None:
+            directory = Directory.from_topology(self.net.topo)
+            directory.comms[PLAN_COMM] = self.members
+            self._plans = PlanBook(directory)
+        tree = next(t for t, k in TREE_KINDS.items() if k == kind)
+        return self._plans(PLAN_COMM, root, tree)
 
     # -- in-network reductions ----------------------------------------------------------------
 
@@ -194,13 +217,18 @@ class Transport:
             if msg_id & RELEASE_FLAG:
                 engine.released(msg_id & ~RELEASE_FLAG)
                 continue
-            msg = self.messages[msg_id]
-            engine.arrived(msg.key, msg.data if msg.data is not None else self.zeros(msg.size))
-            msg.receivers -= 1
-            if msg.receivers == 0:
-                del self.messages[msg_id]
+            if msg_id & SENT_FLAG:
+                msg_id &= ~SENT_FLAG
+                msg = self.messages[msg_id]
+                msg.sending = False
                 if msg.sent is not None and not msg.sent.done():
                     msg.sent.set_result(None)
+            else:
+                msg = self.messages[msg_id]
+                engine.arrived(msg.key, msg.data if msg.data is not None else self.zeros(msg.size))
+                msg.receivers -= 1
+            if msg.receivers == 0 and not msg.sending:
+                del self.messages[msg_id]
 
     def lost(self) -> str:
         """With the network idle: why messages still owed to receivers never arrive, or ''."""
@@ -261,6 +289,7 @@ class HostEndpoint:
         self.transport = transport
         self.node = node
         self.index = transport.net.host_index[node]
+        self.segment = transport.net.params.segment
         self.loop = transport.loop
         self.mailbox: dict[MessageKey, SimIncoming] = {}
         self.barrier_waits: dict[int, asyncio.Future[None]] = {}
@@ -291,7 +320,10 @@ class HostEndpoint:
         transport.traffic.unicasts[(self.node, dst, size)] += 1
         transport.send(self.node, transport.net.host_addr[dst], key, payload, size, 1, sent)
 
-    def multicast(self, tree: int, key: MessageKey, data: Any) -> asyncio.Future[None]:
+    def multicast(
+        self, tree: int, key: MessageKey, data: Any, *, acked: bool = True
+    ) -> asyncio.Future[None]:
+        """``acked``: receivers ACK it (else it is published: no ACKs, no window)."""
         sent: asyncio.Future[None] = self.loop.create_future()
         kind = TREE_KINDS[wire.Tree(tree)]
         transport = self.transport
@@ -301,7 +333,7 @@ class HostEndpoint:
             receivers = len(routed.expected_hosts())
             transport.traffic.multicasts[(kind, self.node, size)] += 1
             address = transport.net.group_address(kind, self.node)
-            transport.send(self.node, address, key, payload, size, receivers, sent)
+            transport.send(self.node, address, key, payload, size, receivers, sent, acked)
 
         self._when_ready(data, go, sent)
         return sent
@@ -328,7 +360,7 @@ class HostEndpoint:
     def expect(self, key: MessageKey, size: int, peer: int) -> SimIncoming:
         msg = self.mailbox.get(key)
         if msg is None:
-            msg = SimIncoming(self.loop, key, size)
+            msg = SimIncoming(self.loop, key, size, self.segment)
             self.mailbox[key] = msg
         elif msg.done.done() and msg.size != size:
             raise SizeMismatch(peer, f"message {key}", size, msg.size)
@@ -340,7 +372,7 @@ class HostEndpoint:
     def arrived(self, key: MessageKey, data: bytes | memoryview) -> None:
         msg = self.mailbox.get(key)
         if msg is None:  # before the receiver asked: keep it until it does
-            msg = SimIncoming(self.loop, key, len(data))
+            msg = SimIncoming(self.loop, key, len(data), self.segment)
             self.mailbox[key] = msg
         elif msg.size != len(data):
             if not msg.done.done():

@@ -35,15 +35,23 @@ def _queue_drops(cell: Cell) -> str:
     return str(sum(counted)) + ("" if len(counted) == len(cell.parts) else "+?")
 
 
+def _per_loss(cell: Cell, name: str) -> str:
+    """``name`` per frame the links lost (seeded losses and the emulator's queue drops: what
+    the protocol had to repair); "-" where nothing was lost."""
+    lost = cell.total("lost_frames") + sum(p.queue_drops or 0 for p in cell.parts)
+    return f"{cell.total(name) / lost:.1f}" if lost else "-"
+
+
 def _cell_row(cell: Cell) -> str:
     if not cell.parts:
-        return f"| {cell.setting} | {cell.collective} | {cell.algorithm} | not run |||||||||"
+        return f"| {cell.setting} | {cell.collective} | {cell.algorithm} | not run |||||||||||"
     return (
         f"| {cell.setting} | {cell.collective} | {cell.algorithm} | {cell.operations} "
         f"| {len(cell.parts)} ({_runs_of(cell)}) | {cell.total('retransmissions')} "
         f"| {cell.total('nacks')} | {cell.total('wrong')} | {cell.total('failures')} "
         f"| {cell.total('seconds'):.0f} | {cell.total('lost_frames')} "
-        f"| {_queue_drops(cell)} |"
+        f"| {_queue_drops(cell)} | {_per_loss(cell, 'retransmissions')} "
+        f"| {_per_loss(cell, 'nacks')} |"
     )
 
 
@@ -128,12 +136,15 @@ def render(results: Results, keys: list[CellKey], target: int) -> str:
         "that reported an error (every wait is bounded, so a hang is a failure). Retransmissions",
         "add unicast retransmissions, multicast repairs and ARRIVE resends. Time is the wall",
         "time of all parts. Frames dropped at the emulator's receive queues are losses nobody",
-        "seeded (the emulator fell behind); `?` marks parts from before it counted them.",
+        "seeded (the emulator fell behind); `?` marks parts from before it counted them. The",
+        "last two columns divide retransmissions and NACKs by every frame lost (both kinds): what",
+        "a repair costs per loss (issue 33's bar at 1% loss: at most 1.5 and 2).",
         "",
         "| faults | collective | algorithm | operations | parts (runs) | retransmissions | NACKs "
         "| wrong results | failures | time (s) | frames lost by the links "
-        "| frames dropped at the emulator's queues |",
-        "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| frames dropped at the emulator's queues | retransmitted per frame lost "
+        "| NACKs per frame lost |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *(_cell_row(c) for c in cells),
         "",
         f"{len(ran)} of {len(cells)} cells ran, {len(full)} hold the full {target} operations: "

@@ -47,6 +47,15 @@ def add_link_arguments(parser: argparse.ArgumentParser, default_profile: str | N
     group.add_argument("--calibration", type=Path, default=DEFAULT_CALIBRATION)
 
 
+def link_options_given(args: argparse.Namespace) -> list[str]:
+    """The link options the command line gave (left out: none, and --dilation auto), as
+    written there: for a command that takes its links from elsewhere and must refuse them."""
+    names = ["rate", "global_rate", "delay", "global_delay", "queue", "link_profile"]
+    given = [n for n in names if getattr(args, n) is not None]
+    given += ["dilation"] if args.dilation != "auto" else []
+    return ["--" + n.replace("_", "-") for n in given]
+
+
 def link_model_from(
     args: argparse.Namespace, default_profile: str | None = None
 ) -> tuple[LinkModel, float | None]:

@@ -1,14 +1,19 @@
-"""BMv2's ratio beside ns-3's with the same links, and whether they agree within 25%."""
+"""BMv2's ratio beside ns-3's with the same links, and whether they agree within 25%; and
+``--ns3-only``, which simulates ns-3 again on the links the stored BMv2 cells ran on."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from controller import wire
+from mininet_topos.experiments.reproduce import ns3_side
+from mininet_topos.experiments.reproduce import runner as reproduce
 from mininet_topos.experiments.reproduce.ns3_side import COMPARISONS, bmv2_ratio, simulate, table
-from mininet_topos.experiments.reproduce.results import Results
+from mininet_topos.experiments.reproduce.results import Results, Run
 from mininet_topos.ns3sim import simulation as simulation_module
 from mininet_topos.ns3sim.network import LinkParams
 from tests.unit.test_reproduce import cell, measurement
@@ -124,3 +129,94 @@ def test_ns3_times_are_taken_as_bmv2_takes_its_own(monkeypatch: pytest.MonkeyPat
     results = ib_mcast(0.01, 0.03)
     results.ns3 = out
     assert "slowest rank" in "\n".join(table(results))
+
+
+# -- --ns3-only: ns-3 again beside the BMv2 cells already in the file ------------------------
+
+STORED_LINKS = {
+    "rate_mbit": 0.9,
+    "global_rate_mbit": 0.8,
+    "delay_s": 0.02,
+    "global_delay_s": 0.03,
+    "queue_packets": 500,
+    "describe": "host/local links 900kb/s 20ms, global links 800kb/s 30ms, queue 500 packets",
+}
+
+
+def stored(results: Results, links: dict[str, Any] | None = None) -> Results:
+    """``results`` as a BMv2 run on other links than any default left them."""
+    env = {"links": links or STORED_LINKS, "mtu": 1500, "dilation": 50000.0, "cores": 2}
+    results.runs.append(Run("2026-11-27T05:39:05Z", "python -m ... --dilation 50000", "abc", env))
+    return results
+
+
+def ns3_only(tmp_path: Path, results: Results, *extra: str) -> int:
+    path = tmp_path / "results.json"
+    results.save(path)
+    report = ["--report", str(tmp_path / "results.md"), "--img-dir", str(tmp_path / "img")]
+    return reproduce.main(["--ns3-only", "--results", str(path), *report, *extra])
+
+
+def test_ns3_only_refuses_a_file_without_bmv2_cells_to_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def never(*args: object) -> None:
+        raise AssertionError("simulated with nothing to compare")
+
+    monkeypatch.setattr(ns3_side, "simulate", never)
+    assert ns3_only(tmp_path, stored(Results("df:2,4,2", "quick", 1))) == 1
+    assert "no BMv2 cells to compare with" in capsys.readouterr().err
+    # a failed cell, or an offload without its baseline, compares nothing either
+    failed = stored(ib_mcast(0.01, 0.03))
+    failed.cells["ib-mcast:binomial"].errors = ["node 3: no result"]
+    assert ns3_only(tmp_path, failed) == 1
+    assert "no BMv2 cells to compare with" in capsys.readouterr().err
+    assert not Results.load(tmp_path / "results.json").ns3
+    assert not (tmp_path / "results.md").exists()
+    missing = ["--ns3-only", "--results", str(tmp_path / "none.json")]
+    assert reproduce.main(missing) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_ns3_only_simulates_the_links_the_stored_cells_ran_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, dict[str, Any], int]] = []
+
+    def recorded(topo: str, links: dict[str, Any], mtu: int) -> dict[str, dict[str, Any]]:
+        calls.append((topo, links, mtu))
+        return {"latency": {"ratio": 2.9, "params": "links 0.9Mbps/20000000ns"}}
+
+    monkeypatch.setattr(ns3_side, "simulate", recorded)
+    results = stored(ib_mcast(0.01, 0.03))
+    results.topo = "df:2,2,1"
+    # the stored run's links, not the command's defaults (df-scatter at --dilation auto)
+    assert ns3_only(tmp_path, results, "--topo", "df:2,2,1") == 0
+    links = {k: v for k, v in STORED_LINKS.items() if k != "describe"}
+    assert calls == [("df:2,2,1", links, 1500)]
+    assert "MTU 1500, dilation 50000x (run 0 of the file)" in capsys.readouterr().out
+    saved = Results.load(tmp_path / "results.json")
+    assert saved.ns3["latency"] == {
+        "ratio": 2.9,
+        "params": "links 0.9Mbps/20000000ns",
+        "bmv2_runs": [0],
+        "dilation": 50000.0,
+    }
+    assert saved.cells == results.cells and saved.runs == results.runs  # BMv2's left as they were
+    report = (tmp_path / "results.md").read_text()
+    assert "| 3.00x | 2.90x |" in report and "run 0 of the results file, dilation 50000x" in report
+
+
+def test_ns3_only_takes_no_link_options_and_one_network(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ns3_side, "simulate", lambda *args: pytest.fail("simulated"))
+    assert ns3_only(tmp_path, stored(ib_mcast(0.01, 0.03)), "--rate", "1", "--dilation", "9") == 2
+    assert "leave out --rate, --dilation" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the one or the other
+        reproduce.parse_args(["--ns3", "--ns3-only"])
+    # cells measured by two runs on different links: one ns-3 run cannot stand beside both
+    results = stored(stored(ib_mcast(0.01, 0.03)), {**STORED_LINKS, "rate_mbit": 0.45})
+    results.cells["ib-mcast:binomial"].run = 1
+    assert ns3_only(tmp_path, results) == 1
+    assert "ran on different networks" in capsys.readouterr().err

@@ -6,6 +6,9 @@ broadcast [Tofu2] have no counterpart there), ns-3 simulates the offload and its
 the same topology with the run's rates, delays, queue and frame size, and the windows and ACK
 cadence the agents had, and the report sets its ratio beside BMv2's and the paper's. Where the
 two disagree by more than a quarter, the report says so and what still differs between them.
+
+``--ns3-only`` simulates them again beside the BMv2 cells already in the results file, on the
+links, frames and topology those cells' runs recorded (:func:`stored_run`), with no BMv2.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller import wire
-from mininet_topos.experiments.reproduce.results import Results
+from mininet_topos.experiments.reproduce.results import CellResult, Results
 
 AGREEMENT = 0.25
 # what ns-3 cut messages into before it took the links' MTU: results saved then carry no
@@ -57,17 +60,19 @@ COMPARISONS = (
 )
 
 
-def bmv2_ratio(results: Results, c: Comparison) -> float | None:
-    """The fastest baseline's median over the offload's, from the experiment's cells on the
-    most ranks (every host: the ns-3 run's communicator)."""
+def compared_cells(results: Results, c: Comparison) -> list[CellResult]:
+    """The experiment's correct cells on the most ranks (every host: the ns-3 run's
+    communicator), the ones BMv2's ratio comes from."""
     cells = [x for x in results.cells.values() if x.experiment == c.experiment and x.ok]
-    if not cells:
-        return None
-    widest = max(x.members for x in cells)
+    widest = max((x.members for x in cells), default=0)
+    return [x for x in cells if x.members == widest]
+
+
+def bmv2_ratio(results: Results, c: Comparison) -> float | None:
+    """The fastest baseline's median over the offload's, from :func:`compared_cells`."""
     medians = {
         m.algorithm: statistics.median(m.completion_s)
-        for x in cells
-        if x.members == widest
+        for x in compared_cells(results, c)
         for m in x.measurements
         if (m.collective, m.size, m.mode) == (c.collective, c.size, "single") and m.completion_s
     }
@@ -157,10 +162,81 @@ def simulate(topo_spec: str, links: dict[str, Any], mtu: int) -> dict[str, dict[
     return out
 
 
+class NothingToCompare(ValueError):
+    """The results file holds no BMv2 cells of a comparison: ns-3 would stand beside nothing."""
+
+
+# what a run's environment records of its links (LinkModel.as_dict), as simulate() takes them
+LINK_FIELDS = ("rate_mbit", "global_rate_mbit", "delay_s", "global_delay_s", "queue_packets")
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """The network the stored BMv2 cells ran on, as their runs recorded it."""
+
+    topo: str
+    links: dict[str, Any]
+    mtu: int
+    dilation: float | None
+    runs: tuple[int, ...]  # the indices of the runs that measured the compared cells
+
+    def describe(self) -> str:
+        rates = f"{self.links.get('rate_mbit')}/{self.links.get('global_rate_mbit')} Mb/s"
+        delays = f"{self.links.get('delay_s')}/{self.links.get('global_delay_s')} s"
+        dilated = f", dilation {self.dilation:g}x" if self.dilation else ""
+        return (
+            f"links {rates}, {delays}, queue {self.links.get('queue_packets')} packets, "
+            f"MTU {self.mtu}{dilated} (run {', '.join(map(str, self.runs))} of the file)"
+        )
+
+
+def stored_run(results: Results) -> StoredRun:
+    """The links, MTU and dilation of the runs that measured the cells BMv2's ratios come
+    from; refused when there are no such cells, or their runs recorded different networks
+    (one ns-3 run cannot stand beside both)."""
+    compared = [c for c in COMPARISONS if bmv2_ratio(results, c) is not None]
+    if not compared:
+        raise NothingToCompare(
+            "no BMv2 cells to compare with: the file holds no correct cell of "
+            f"{', '.join(dict.fromkeys(c.experiment for c in COMPARISONS))} with both the "
+            "offload and a baseline (measure them first: make reproduce "
+            "REPRODUCE_ARGS='--only ib-mcast --only nic-barrier --only df-scatter')"
+        )
+    indices = sorted({x.run for c in compared for x in compared_cells(results, c)})
+    networks: dict[int, tuple[dict[str, Any], int, float | None]] = {}
+    for index in indices:
+        if not 0 <= index < len(results.runs):
+            raise ValueError(f"a compared cell names run {index}, which the file does not hold")
+        env = results.runs[index].environment
+        if not env.get("links") or env.get("mtu") is None:
+            raise ValueError(
+                f"run {index} ({results.runs[index].command}) recorded no links or MTU"
+            )
+        links = {k: env["links"][k] for k in LINK_FIELDS if env["links"].get(k) is not None}
+        networks[index] = (links, int(env["mtu"]), env.get("dilation"))
+    if len({repr(n) for n in networks.values()}) > 1:
+        raise ValueError(
+            "the compared cells ran on different networks: "
+            + "; ".join(f"run {i}: {n}" for i, n in networks.items())
+        )
+    links, mtu, dilation = networks[indices[0]]
+    return StoredRun(results.topo, links, mtu, dilation, tuple(indices))
+
+
+def simulate_stored(stored: StoredRun) -> dict[str, dict[str, Any]]:
+    """:func:`simulate` on the stored network, each comparison saying which runs it stands
+    beside."""
+    out = simulate(stored.topo, stored.links, stored.mtu)
+    for entry in out.values():
+        entry["bmv2_runs"] = list(stored.runs)
+        entry["dilation"] = stored.dilation
+    return out
+
+
 def table(results: Results) -> list[str]:
     """The side-by-side table: BMv2's ratio, ns-3's with the same parameters, the paper's."""
     if not results.ns3:
-        return ["Not simulated yet (`make reproduce REPRODUCE_ARGS=--ns3`)."]
+        return ["Not simulated yet (`python -m mininet_topos.experiments.reproduce --ns3-only`)."]
     lines = [
         "| comparison | BMv2 | ns-3 | paper | BMv2 within 25% of ns-3? |",
         "|---|---:|---:|---:|---|",
@@ -179,6 +255,10 @@ def table(results: Results) -> list[str]:
     first: dict[str, Any] = next(iter(results.ns3.values()), {})
     params = first.get("params", "")
     lines += ["", f"ns-3 parameters: {params}."]
+    if "bmv2_runs" in first:
+        runs = ", ".join(str(i) for i in first["bmv2_runs"])
+        dilated = f", dilation {first['dilation']:g}x" if first.get("dilation") else ""
+        lines[-1] += f" The links and frames of run {runs} of the results file{dilated}."
     if "statistic" in first:
         lines += [
             "",
@@ -204,7 +284,8 @@ def _differences(first: dict[str, Any]) -> str:
             f"{segment}-byte segments, the emulated links carried {mtu}-byte frames, and every "
             "store-and-forward hop (each host relay of a host algorithm, each switch) holds a "
             "whole frame for its serialisation at these rates. Simulating again "
-            "(`make reproduce REPRODUCE_ARGS=--ns3`) cuts them as BMv2's agents did."
+            "(`python -m mininet_topos.experiments.reproduce --ns3-only`) cuts them as BMv2's "
+            "agents did."
         )
     if not first.get("acks"):
         return (
@@ -214,7 +295,8 @@ def _differences(first: dict[str, Any]) -> str:
             "its window and the receivers' ACKs), a host sends its messages one after another "
             "(the engine interleaves those to different peers); and BMv2's agents cost CPU per "
             "frame where ns-3's hosts cost nothing. Simulating again "
-            "(`make reproduce REPRODUCE_ARGS=--ns3`) completes sends as the engine does."
+            "(`python -m mininet_topos.experiments.reproduce --ns3-only`) completes sends as the "
+            "engine does."
         )
     return (
         "Both cut messages into the same segments, and ns-3's sends complete as the engine's "

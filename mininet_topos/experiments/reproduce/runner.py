@@ -9,6 +9,7 @@ is written from the file.
 
     python -m mininet_topos.experiments.reproduce --topo df:2,4,2 --profile quick [--resume]
     python -m mininet_topos.experiments.reproduce --report-only  # the report from the file
+    python -m mininet_topos.experiments.reproduce --ns3-only  # ns-3 again beside the file's cells
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from mininet_topos.experiments.reproduce.results import (
     summarise,
 )
 from mininet_topos.links.dilation import DEFAULT_PROFILE
-from mininet_topos.links.options import add_link_arguments, links_or_exit
+from mininet_topos.links.options import add_link_arguments, link_options_given, links_or_exit
 from mininet_topos.links.shaping import LinkModel
 from mininet_topos.tooling.doctor import check_p4c
 from mininet_topos.tooling.machine import default_bmv2
@@ -184,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         written = write_report(results, args.report, args.img_dir, args.results)
         print(f"*** wrote {args.results}, {args.report} and {len(written) - 1} plots", flush=True)
 
+    if args.ns3_only:
+        return refresh_ns3(args, results, save)
     if args.ns3:
         links, _ = links_or_exit(args, DEFAULT_PROFILE)
         print(f"*** ns-3: the one-root comparisons on {args.topo}, {links.describe()}", flush=True)
@@ -289,6 +292,29 @@ def run(
     return 1 if failed else 0
 
 
+def refresh_ns3(args: argparse.Namespace, results: Results, save: Any) -> int:
+    """--ns3-only: the one-root comparisons on ns-3 again, on the links, frames and topology
+    the stored BMv2 cells ran on (the file's runs recorded them), and the report."""
+    if given := link_options_given(args):
+        print(
+            f"error: --ns3-only simulates the links the stored BMv2 cells ran on: leave out "
+            f"{', '.join(given)}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        stored = ns3_side.stored_run(results)
+    except ValueError as exc:
+        print(f"error: {args.results}: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"*** ns-3 beside the stored BMv2 cells on {stored.topo}: {stored.describe()}", flush=True
+    )
+    results.ns3 = ns3_side.simulate_stored(stored)
+    save()
+    return 0
+
+
 def cell_line(cell: CellResult) -> str:
     """One line per measured cell: median completion per test and size, and any error."""
     parts = []
@@ -313,13 +339,13 @@ def cell_line(cell: CellResult) -> str:
 def open_results(args: argparse.Namespace) -> Results:
     """The existing file with --resume or --report-only (checked to be the same topology and
     profile); otherwise a new one, the old file kept as .previous.json."""
-    if (args.resume or args.report_only or args.ns3) and args.results.exists():
+    if (args.resume or args.report_only or args.ns3 or args.ns3_only) and args.results.exists():
         results = Results.load(args.results)
         if not args.report_only:
             results.check_compatible(args.topo, args.profile)
         return results
-    if args.report_only:
-        raise ValueError(f"{args.results} does not exist: nothing to report")
+    if args.report_only or args.ns3_only:
+        raise ValueError(f"{args.results} does not exist: nothing to report or compare with")
     if args.results.exists():
         backup = args.results.with_suffix(".previous.json")
         backup.write_bytes(args.results.read_bytes())
@@ -374,11 +400,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--build-dir", type=Path, default=Path("build"))
     parser.add_argument("--log-dir", type=Path, default=Path("logs/reproduce"))
     add_link_arguments(parser, default_profile=DEFAULT_PROFILE)
-    parser.add_argument(
+    ns3 = parser.add_mutually_exclusive_group()
+    ns3.add_argument(
         "--ns3",
         action="store_true",
-        help="simulate the one-root comparisons on ns-3 with the same links, into the results "
-        "file (no BMv2 run)",
+        help="simulate the one-root comparisons on ns-3 with the links the options give, into "
+        "the results file (no BMv2 run)",
+    )
+    ns3.add_argument(
+        "--ns3-only",
+        action="store_true",
+        help="simulate them on ns-3 again beside the BMv2 cells already in the results file, "
+        "on the links, MTU and topology their runs recorded (no BMv2 run, no link options), "
+        "and write the report",
     )
     parser.add_argument(
         "--no-rate-check",

@@ -77,13 +77,17 @@ header netcoll_resubmit_h {
 struct tna_headers_t {
     netcoll_bridge_h bridge;
     netcoll_steer_h steer;
+    /* parsed on the commit pass, filled to request one; never emitted into the packet (the
+     * deparsers emit bridge, steer and net by name). Here, not in the ingress metadata:
+     * p4c-barefoot 1.2.5 initialises a metadata header with an invalid-header assignment it
+     * then cannot lower ("Unexpected operation when eliminating struct copying") */
+    netcoll_resubmit_h resubmit;
     headers_t net;
 }
 
 struct tna_ingress_meta_t {
     coll_meta_t coll;
     netcoll_port_md_h port; /* phase 0; absent (invalid) on a resubmitted pass */
-    netcoll_resubmit_h resubmit; /* parsed on the commit pass, filled to request one */
     port_num_t out_logical_port; /* the logical port a unicast or reply leaves by */
 }
 

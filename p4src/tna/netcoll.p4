@@ -56,11 +56,11 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
     }
 
     state parse_resubmit {
-        pkt.extract(md.resubmit);
+        pkt.extract(hdr.resubmit);
 #if __TARGET_TOFINO__ != 1
         pkt.advance(64); /* Tofino 2 pads resubmit data to the 192-bit port metadata size */
 #endif
-        transition select(md.resubmit.flags) {
+        transition select(hdr.resubmit.flags) {
             RESUBMIT_FLAG_STEERED &&& RESUBMIT_FLAG_STEERED: parse_steer;
             default: parse_frame;
         }
@@ -117,8 +117,8 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
             md.coll.in_port = hdr.steer.in_port;
             md.coll.in_port_bit = hdr.steer.in_port_bit;
         } else if (resubmitted) {
-            md.coll.in_port = (port_num_t) md.resubmit.in_port;
-            md.coll.in_port_bit = md.resubmit.in_port_bit;
+            md.coll.in_port = (port_num_t) hdr.resubmit.in_port;
+            md.coll.in_port_bit = hdr.resubmit.in_port_bit;
         } else {
             md.coll.in_port = (port_num_t) md.port.logical_port;
             md.coll.in_port_bit = md.port.port_bit;
@@ -131,7 +131,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         if (resubmitted) {
             /* the second pass of a root's barrier completion (tna/state.p4, BarrierState) */
             md.coll.arch_commit_pass = 1;
-            md.coll.arch_commit_generation = md.resubmit.commit_generation;
+            md.coll.arch_commit_generation = hdr.resubmit.commit_generation;
         }
 
         netcoll.apply(hdr.net, md.coll);
@@ -148,13 +148,13 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                 hdr.bridge.mcast_children = 0;
                 ig_tm_md.ucast_egress_port = (PortId_t) md.port.steer_port;
             } else {
-                md.resubmit.setValid();
-                md.resubmit.flags = steered ? RESUBMIT_FLAG_STEERED : 8w0;
-                md.resubmit.in_port = (bit<8>) md.coll.in_port;
-                md.resubmit.commit_generation = md.coll.arch_commit_generation;
-                md.resubmit.in_port_bit = md.coll.in_port_bit;
+                hdr.resubmit.setValid();
+                hdr.resubmit.flags = steered ? RESUBMIT_FLAG_STEERED : 8w0;
+                hdr.resubmit.in_port = (bit<8>) md.coll.in_port;
+                hdr.resubmit.commit_generation = md.coll.arch_commit_generation;
+                hdr.resubmit.in_port_bit = md.coll.in_port_bit;
 #if __TARGET_TOFINO__ != 1
-                md.resubmit.tofino2_pad = 0;
+                hdr.resubmit.tofino2_pad = 0;
 #endif
                 ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_COMMIT;
             }
@@ -165,7 +165,11 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                 dev_port_map.apply();
             }
             if (md.coll.in_port_bit != 0) {
-                rx_port_op.count(port_counter_index(md.coll.in_port, md.coll.counter_column));
+                /* the index in a variable, not in the call: p4c 1.2.5's function inliner
+                 * (FunctionsInliner::inlineBefore) crashes (SIGSEGV) on a function call passed
+                 * to an extern method nested in if statements */
+                bit<32> rx_index = port_counter_index(md.coll.in_port, md.coll.counter_column);
+                rx_port_op.count(rx_index);
             }
             if (md.coll.drop_reason != DROP_NONE) {
                 drop_reasons.count((bit<32>) md.coll.drop_reason);
@@ -205,7 +209,7 @@ control TnaIngressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_ingre
 
     apply {
         if (ig_dprsr_md.resubmit_type == RESUBMIT_TYPE_COMMIT) {
-            resubmit.emit(md.resubmit);
+            resubmit.emit(hdr.resubmit);
         }
         pkt.emit(hdr.bridge);
         coll_deparser.apply(pkt, hdr.net);
@@ -273,7 +277,8 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
                 egress_drop_reasons.count((bit<32>) reason);
                 eg_dprsr_md.drop_ctl = 1;
             } else if (md.egress_port_bit != 0) {
-                tx_port_op.count(port_counter_index(md.egress_port, counter_column(hdr.net)));
+                bit<32> tx_index = port_counter_index(md.egress_port, counter_column(hdr.net));
+                tx_port_op.count(tx_index);  /* a variable: see rx_index */
             }
         }
         hdr.bridge.setInvalid();

@@ -243,6 +243,38 @@ def test_a_resumed_run_adds_parts_cell_by_cell_saving_after_each(
     assert len(saved) == len(calls) and saved == sorted(saved)
 
 
+def test_a_part_the_budget_cut_short_is_not_recorded_as_failures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A part still running when the budget ran out is killed by the launcher: its ranks'
+    "no result" are not the cell's failures (a 5% dissemination part recorded 144)."""
+    results = fresh()
+    budget = reliability.Budget(seconds=5.0, started=reliability.time.monotonic())
+
+    def fake_part(
+        net: Any, comm: int, members: Any, key: Any, ops: int, seed: int, run: int, timeout: float
+    ) -> Part:
+        budget.started -= 10.0  # the part ran past the budget
+        return part(run=run, operations=0, failures=144, note="node 1: no result within 5 s")
+
+    monkeypatch.setattr(reliability, "run_part", fake_part)
+    monkeypatch.setattr(reliability, "members_of", lambda net, which: (1, 2))
+    saved: list[int] = []
+    reliability.run_matrix(
+        FakeNet(),  # type: ignore[arg-type]
+        results,
+        lambda: saved.append(1),
+        target=50,
+        chunk=50,
+        budget=budget,
+        seed=1,
+        run=1,
+        which="all",
+        keys=KEYS[:2],
+    )
+    assert all(not results.cell(k).parts for k in KEYS[:2]) and not saved
+
+
 def test_report_only_writes_the_report_from_the_results_file(tmp_path: Path) -> None:
     results = with_runs(fresh(), 1)
     results.cell(KEYS[4]).parts.append(part(operations=1000))

@@ -229,6 +229,15 @@ def run_matrix(
                 run,
                 timeout=max(60.0, budget.remaining()),
             )
+            if budget.remaining() <= 0 and part.operations < operations and part.failures:
+                # stopped by the budget, not by the protocol (agents bound every wait of their
+                # own well inside a part): its ranks' "no result" are not failures of the
+                # cell, which stays short and gets the part again on --resume
+                print(
+                    f"[{index + 1}/{len(plan)}] {name}: cut by the budget after "
+                    f"{part.seconds:.0f} s, not recorded ({part.note})"
+                )
+                return
             cell.parts.append(part)
             save()
             ran += 1

@@ -194,6 +194,7 @@ class MulticastReceiver:
             return
         now = self.loop.time()
         silent = now - msg.last_arrival
+        merged = self._merged(hdr)
         # a tail that stopped while this host's link still delivers is queued, not lost
         # (queue_wait): asked for once the link goes quiet, or after rto_max in any case.
         # Under switch-merged ACKs the root probes a silent tail itself (its newest segment:
@@ -202,15 +203,13 @@ class MulticastReceiver:
         # still queued, and 2,342 of 2,377 even when asked only after 2 s of silence
         quiet = self.tail_quiet + queue_allowance(self.endpoint, now)
         limit = max(quiet, self.cfg.rto_max)
-        stalled = not self._merged(hdr) and silence_is_loss(
-            self.endpoint, now, silent, quiet, limit
-        )
+        stalled = not merged and silence_is_loss(self.endpoint, now, silent, quiet, limit)
         ranges = msg.missing_ranges(MAX_NACK_RANGES, through_tail=stalled)
         # a NACK is asked again after a few ACK-target round trips, doubling while nothing
         # comes: with every receiver of a big tree asking, a fixed short retry floods the
         # switches with NACKs and the repairs cannot get through (a 1 MiB broadcast stalled)
         retry = msg.nack_retry or self.cfg.nack_delay * 4
-        if not ranges and self._merged(hdr):
+        if not ranges and merged:
             return  # no gap: the next segment to arrive looks again (or the root's probe)
         if not ranges or now - msg.last_nack < retry:
             # nothing to report yet (segments still flowing) or reported just now: look again
@@ -223,7 +222,7 @@ class MulticastReceiver:
             )
             return
         msg.last_nack = now
-        if self._fits_window(msg) and not self._merged(hdr):
+        if self._fits_window(msg) and not merged:
             # a short message's progress goes with each loss report, its only ACKs before
             # completion, so a co-root's probes and relays, and the root's timeout, send
             # what it lacks rather than what it has (with no progress before completion,

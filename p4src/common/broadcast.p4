@@ -54,8 +54,14 @@ control BroadcastLookup(in headers_t hdr, inout coll_meta_t meta) {
 /* After TreeState filled tree_parent/tree_children for slot bindings. */
 control BroadcastDecide(in headers_t hdr, inout coll_meta_t meta) {
     apply {
-        if (meta.tree_source == TREE_SOURCE_SLOT && meta.tree_parent == 0
-                && meta.tree_children == 0) {
+        /* in two conditions: a Tofino gateway reads at most 4 bytes and 12 bits */
+        bool slot_unwritten = false;
+        if (meta.tree_source == TREE_SOURCE_SLOT && meta.tree_parent == 0) {
+            if (meta.tree_children == 0) {
+                slot_unwritten = true;
+            }
+        }
+        if (slot_unwritten) {
             meta.drop_reason = DROP_UNKNOWN_TREE; /* bound, but no mini packet wrote it yet */
         } else if (meta.in_port != meta.tree_parent) {
             meta.drop_reason = DROP_RPF; /* only the tree's parent port feeds this tree */

@@ -9,7 +9,10 @@
 bit<8> counter_column(in headers_t hdr) {
     bit<8> column = COLUMN_OTHER;
     if (hdr.coll.isValid()) {
-        column = hdr.coll.op == 0 || hdr.coll.op > OP_MAX ? COLUMN_BAD_OP : hdr.coll.op;
+        column = hdr.coll.op;
+        if (hdr.coll.op == 0 || hdr.coll.op > OP_MAX) {
+            column = COLUMN_BAD_OP;
+        }
     } else if (hdr.ipv4.isValid()) {
         column = COLUMN_IPV4;
     }

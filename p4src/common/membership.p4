@@ -21,8 +21,13 @@ bool generation_is_newer(in bit<32> offered, in bit<32> stored) {
 }
 
 bit<8> mp_generation_status(in bit<32> offered, in bit<32> stored) {
-    return offered == stored ? MP_STATUS_DUPLICATE
-        : (generation_is_newer(offered, stored) ? MP_STATUS_OK : MP_STATUS_STALE);
+    bit<8> status = MP_STATUS_STALE; /* if statements: Tofino's actions cannot test */
+    if (offered == stored) {
+        status = MP_STATUS_DUPLICATE;
+    } else if (generation_is_newer(offered, stored)) {
+        status = MP_STATUS_OK;
+    }
+    return status;
 }
 
 /* Validate kind and slot before any register is indexed. */
@@ -34,14 +39,19 @@ control MembershipCheck(in headers_t hdr, inout coll_meta_t meta) {
             if (hdr.mp.slot >= NETCOLL_TREE_SLOTS) {
                 meta.mp_status = MP_STATUS_BAD_SLOT;
             } else {
-                meta.state_op = kind == MP_WRITE_TREE ? STATE_TREE_MP_WRITE : STATE_TREE_MP_READ;
+                meta.state_op = STATE_TREE_MP_READ;
+                if (kind == MP_WRITE_TREE) {
+                    meta.state_op = STATE_TREE_MP_WRITE;
+                }
             }
         } else if (kind == MP_WRITE_BARRIER || kind == MP_READ_BARRIER) {
             if (hdr.mp.slot >= NETCOLL_COMM_SLOTS) {
                 meta.mp_status = MP_STATUS_BAD_SLOT;
             } else {
-                meta.state_op = kind == MP_WRITE_BARRIER
-                    ? STATE_BARRIER_MP_WRITE : STATE_BARRIER_MP_READ;
+                meta.state_op = STATE_BARRIER_MP_READ;
+                if (kind == MP_WRITE_BARRIER) {
+                    meta.state_op = STATE_BARRIER_MP_WRITE;
+                }
             }
         } else {
             meta.mp_status = MP_STATUS_BAD_KIND;

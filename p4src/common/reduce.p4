@@ -124,7 +124,10 @@ void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
             reason = DROP_AGG_DUPLICATE; /* counted once already */
         }
     } else {
-        lane_mode = (relation == AGG_KEY_FRESH) ? AGG_LANES_SET : AGG_LANES_COMBINE;
+        lane_mode = AGG_LANES_COMBINE;
+        if (relation == AGG_KEY_FRESH) {
+            lane_mode = AGG_LANES_SET;
+        }
         if ((previous | in_port_bit) != child_mask) {
             verdict = AGG_ABSORB;
         } else if (parent_port == 0) {
@@ -138,9 +141,11 @@ void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
 /* Instances are numbered by the communicator's barrier epochs, so a reduction moves the barrier
  * slot's released epoch on like a barrier does (keeping later barriers inside their window):
  * when this switch sends the RESULT of an instance's last chunk (seg_idx + 1 = seg_count) down
- * the tree, released := epoch if epoch is newer (epoch_after, common/barrier.p4). */
-bool agg_releases_epoch(in bit<8> verdict, in bit<32> chunk, in bit<32> chunk_count) {
-    return verdict == AGG_DISTRIBUTE && chunk + 1 == chunk_count;
+ * the tree, released := epoch if epoch is newer (epoch_after, common/barrier.p4). The caller
+ * passes chunks_from_here = seg_count - seg_idx (1: the last chunk), computed in an action:
+ * Tofino's gateways compare a field with a constant but cannot subtract. */
+bool agg_releases_epoch(in bit<8> verdict, in bit<32> chunks_from_here) {
+    return verdict == AGG_DISTRIBUTE && chunks_from_here == 1;
 }
 
 /* Signed 32-bit order as unsigned order: flip the sign bit. */

@@ -82,12 +82,13 @@ struct tna_headers_t {
      * p4c-barefoot 1.2.5 initialises a metadata header with an invalid-header assignment it
      * then cannot lower ("Unexpected operation when eliminating struct copying") */
     netcoll_resubmit_h resubmit;
+    /* phase 0, on a pass that had it (not a resubmitted one). Here for the same reason. */
+    netcoll_port_md_h port_md;
     headers_t net;
 }
 
 struct tna_ingress_meta_t {
     coll_meta_t coll;
-    netcoll_port_md_h port; /* phase 0; absent (invalid) on a resubmitted pass */
     port_num_t out_logical_port; /* the logical port a unicast or reply leaves by */
 }
 

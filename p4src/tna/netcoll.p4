@@ -45,11 +45,11 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
     }
 
     state parse_port_metadata {
-        md.port = port_metadata_unpack<netcoll_port_md_h>(pkt);
+        hdr.port_md = port_metadata_unpack<netcoll_port_md_h>(pkt);
 #if __TARGET_TOFINO__ != 1
         pkt.advance(PORT_METADATA_SIZE - 64);
 #endif
-        transition select(md.port.flags) {
+        transition select(hdr.port_md.flags) {
             PORT_FLAG_STEER_ENTRY &&& PORT_FLAG_STEER_ENTRY: parse_steer;
             default: parse_frame;
         }
@@ -84,6 +84,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) rx_index_hash;
     Counter<bit<32>, bit<32>>(NETCOLL_PORT_COUNTERS, CounterType_t.PACKETS_AND_BYTES) rx_port_op;
     Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
         drop_reasons;
@@ -107,6 +108,52 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         size = NETCOLL_MAX_PORTS;
     }
 
+    /* Logical port p -> level-2 exclusion id p ($pre.prune[p] holds p's dev port). A constant
+     * table, not a cast of in_port: copying the 16-bit port into the 9-bit id ties their PHV
+     * slicing to the TM field's and made PHV allocation fail (p4c-barefoot 1.2.5.16). */
+    action prune_id(bit<9> xid) {
+        ig_tm_md.level2_exclusion_id = xid;
+    }
+    table ingress_prune_id {
+        key = { md.coll.in_port : exact @name("port"); }
+        actions = { prune_id; }
+        const entries = {
+            1: prune_id(1);
+            2: prune_id(2);
+            3: prune_id(3);
+            4: prune_id(4);
+            5: prune_id(5);
+            6: prune_id(6);
+            7: prune_id(7);
+            8: prune_id(8);
+            9: prune_id(9);
+            10: prune_id(10);
+            11: prune_id(11);
+            12: prune_id(12);
+            13: prune_id(13);
+            14: prune_id(14);
+            15: prune_id(15);
+            16: prune_id(16);
+            17: prune_id(17);
+            18: prune_id(18);
+            19: prune_id(19);
+            20: prune_id(20);
+            21: prune_id(21);
+            22: prune_id(22);
+            23: prune_id(23);
+            24: prune_id(24);
+            25: prune_id(25);
+            26: prune_id(26);
+            27: prune_id(27);
+            28: prune_id(28);
+            29: prune_id(29);
+            30: prune_id(30);
+            31: prune_id(31);
+        }
+        const default_action = prune_id(L2_XID_NONE);
+        size = NETCOLL_MAX_PORTS;
+    }
+
     apply {
         /* Where the packet entered the switch, in logical port numbers: a steered packet says
          * so in its steer header, a resubmitted one in its resubmit data, any other packet's
@@ -120,14 +167,20 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
             md.coll.in_port = (port_num_t) hdr.resubmit.in_port;
             md.coll.in_port_bit = hdr.resubmit.in_port_bit;
         } else {
-            md.coll.in_port = (port_num_t) md.port.logical_port;
-            md.coll.in_port_bit = md.port.port_bit;
+            md.coll.in_port = (port_num_t) hdr.port_md.logical_port;
+            md.coll.in_port_bit = hdr.port_md.port_bit;
         }
         md.coll.frame_len = 0; /* TNA ingress has no packet length: the check is skipped */
-        md.coll.parse_error = ig_prsr_md.parser_err == 0 ? 1w0 : 1w1;
+        /* if statements, not conditional expressions: Tofino's actions cannot test */
+        md.coll.parse_error = 0;
+        if (ig_prsr_md.parser_err != 0) {
+            md.coll.parse_error = 1;
+        }
         /* Steered and resubmitted passes run in the state pipe by construction. */
-        md.coll.arch_state_elsewhere = !steered && !resubmitted
-            && (md.port.flags & PORT_FLAG_STATE_PIPE) == 0 ? 1w1 : 1w0;
+        md.coll.arch_state_elsewhere = 0;
+        if (!steered && !resubmitted && (hdr.port_md.flags & PORT_FLAG_STATE_PIPE) == 0) {
+            md.coll.arch_state_elsewhere = 1;
+        }
         if (resubmitted) {
             /* the second pass of a root's barrier completion (tna/state.p4, BarrierState) */
             md.coll.arch_commit_pass = 1;
@@ -146,10 +199,13 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                 hdr.bridge.in_port = md.coll.in_port;
                 hdr.bridge.in_port_bit = md.coll.in_port_bit;
                 hdr.bridge.mcast_children = 0;
-                ig_tm_md.ucast_egress_port = (PortId_t) md.port.steer_port;
+                ig_tm_md.ucast_egress_port = (PortId_t) hdr.port_md.steer_port;
             } else {
                 hdr.resubmit.setValid();
-                hdr.resubmit.flags = steered ? RESUBMIT_FLAG_STEERED : 8w0;
+                hdr.resubmit.flags = 0;
+                if (steered) {
+                    hdr.resubmit.flags = RESUBMIT_FLAG_STEERED;
+                }
                 hdr.resubmit.in_port = (bit<8>) md.coll.in_port;
                 hdr.resubmit.commit_generation = md.coll.arch_commit_generation;
                 hdr.resubmit.in_port_bit = md.coll.in_port_bit;
@@ -160,15 +216,18 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
             }
         } else {
             if (md.coll.out_kind == OUT_UNICAST || md.coll.out_kind == OUT_REPLY) {
-                md.out_logical_port = md.coll.out_kind == OUT_REPLY
-                    ? md.coll.in_port : md.coll.out_port;
+                md.out_logical_port = md.coll.out_port;
+                if (md.coll.out_kind == OUT_REPLY) {
+                    md.out_logical_port = md.coll.in_port;
+                }
                 dev_port_map.apply();
             }
             if (md.coll.in_port_bit != 0) {
-                /* the index in a variable, not in the call: p4c 1.2.5's function inliner
-                 * (FunctionsInliner::inlineBefore) crashes (SIGSEGV) on a function call passed
-                 * to an extern method nested in if statements */
-                bit<32> rx_index = port_counter_index(md.coll.in_port, md.coll.counter_column);
+                /* port_counter_index from the hash unit (see tna/state.p4), in a variable:
+                 * p4c 1.2.5's function inliner (FunctionsInliner::inlineBefore) crashes
+                 * (SIGSEGV) on a function call passed to an extern method in nested ifs */
+                bit<32> rx_index = rx_index_hash.get({md.coll.in_port,
+                    md.coll.counter_column[TNA_COUNTER_COLUMN_BITS - 1:0]});
                 rx_port_op.count(rx_index);
             }
             if (md.coll.drop_reason != DROP_NONE) {
@@ -194,7 +253,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                     if (md.coll.prune_ingress == 1) {
                         /* the traffic manager drops the copy for the ingress port */
                         hdr.bridge.flags = hdr.bridge.flags | BRIDGE_FLAG_PRUNE_INGRESS;
-                        ig_tm_md.level2_exclusion_id = (bit<9>) md.coll.in_port;
+                        ingress_prune_id.apply(); /* level2_exclusion_id = in_port */
                     }
                 }
             }
@@ -234,6 +293,7 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
                   in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                   inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                   inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) tx_index_hash;
     Counter<bit<32>, bit<32>>(NETCOLL_PORT_COUNTERS, CounterType_t.PACKETS_AND_BYTES) tx_port_op;
     Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
         egress_drop_reasons;
@@ -267,18 +327,24 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
             if (hdr.bridge.kind == BRIDGE_REPLICA) {
                 md.coll.in_port = hdr.bridge.in_port;
                 md.coll.mcast_children = hdr.bridge.mcast_children;
-                md.coll.filter_children =
-                    (hdr.bridge.flags & BRIDGE_FLAG_FILTER_CHILDREN) == 0 ? 1w0 : 1w1;
-                md.coll.prune_ingress =
-                    (hdr.bridge.flags & BRIDGE_FLAG_PRUNE_INGRESS) == 0 ? 1w0 : 1w1;
+                md.coll.filter_children = 0;
+                if ((hdr.bridge.flags & BRIDGE_FLAG_FILTER_CHILDREN) != 0) {
+                    md.coll.filter_children = 1;
+                }
+                md.coll.prune_ingress = 0;
+                if ((hdr.bridge.flags & BRIDGE_FLAG_PRUNE_INGRESS) != 0) {
+                    md.coll.prune_ingress = 1;
+                }
                 reason = replica_drop_reason(md.coll, md.egress_port, md.egress_port_bit);
             }
             if (reason != DROP_NONE) {
                 egress_drop_reasons.count((bit<32>) reason);
                 eg_dprsr_md.drop_ctl = 1;
             } else if (md.egress_port_bit != 0) {
-                bit<32> tx_index = port_counter_index(md.egress_port, counter_column(hdr.net));
-                tx_port_op.count(tx_index);  /* a variable: see rx_index */
+                bit<8> column = counter_column(hdr.net);
+                bit<32> tx_index = tx_index_hash.get({md.egress_port,
+                                                      column[TNA_COUNTER_COLUMN_BITS - 1:0]});
+                tx_port_op.count(tx_index); /* port_counter_index: see rx_index */
             }
         }
         hdr.bridge.setInvalid();

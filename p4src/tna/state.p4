@@ -6,9 +6,13 @@
  *   RegisterActions: each register below has ONE access block, an if/else choosing which
  *   RegisterAction runs, and blocks come in data-dependency order (a later block may use what
  *   an earlier one returned, never the reverse);
- * - a RegisterAction body is a stateful ALU program: compare, add/subtract, and/or, select;
- *   one value returned. Conditions are the shared predicates of common/ (generation_is_newer,
- *   epoch_after, barrier_arrivals_*), so both architectures take the same decisions;
+ * - a RegisterAction body is a stateful ALU program: at most two comparisons, add/subtract,
+ *   and/or, one value returned. The bodies are written as the ALU's own conditionals, each with
+ *   the semantics of the shared function of common/ it names (generation_is_newer,
+ *   epoch_after, barrier_arrivals_*, ack_cum_merge, agg_*): a body that calls the function is
+ *   inlined into temporaries the ALU cannot hold;
+ * - actions cannot test: conditions are if statements, never c ? a : b;
+ * - registers and counters are indexed through the hash unit (index_bits.p4);
  * - registers are per pipe: only the state pipe's copies are used. A pass in another pipe
  *   touches none, returns STATE_NEXT_PASS and is steered there by the shim;
  * - a root's completion needs the released register after the cell register, i.e. a second
@@ -25,6 +29,7 @@
 #include "../common/membership.p4"
 #include "../common/reduce.p4"
 #include "../common/ackmerge.p4"
+#include "index_bits.p4"
 
 /* The two 32-bit halves of one dual-width barrier cell (barrier_cell_t's [31:0] and [63:32]) */
 struct barrier_cell_halves_t {
@@ -47,7 +52,7 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
     RegisterAction<bit<32>, bit<32>, bit<32>>(tree_generation) tree_generation_offer = {
         void apply(inout bit<32> stored, out bit<32> previous) {
             previous = stored;
-            if (generation_is_newer(hdr.mp.generation, stored)) {
+            if ((int<32>) (hdr.mp.generation - stored) > 0) { /* generation_is_newer */
                 stored = hdr.mp.generation;
             }
         }
@@ -78,10 +83,18 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
-        bool mp_write = meta.state_op == STATE_TREE_MP_WRITE;
-        bool mp_read = meta.state_op == STATE_TREE_MP_READ;
-        bit<32> slot = meta.state_op == STATE_TREE_READ
-            ? (bit<32>) meta.tree_slot : (bit<32>) hdr.mp.slot;
+        bool mp_write = false;
+        bool mp_read = false;
+        /* the index is a field set on two paths, which the stateful ALU reads through the hash
+         * unit (an identity hash of one field, built by the compiler) */
+        bit<32> slot = (bit<32>) hdr.mp.slot;
+        if (meta.state_op == STATE_TREE_MP_WRITE) {
+            mp_write = true;
+        } else if (meta.state_op == STATE_TREE_MP_READ) {
+            mp_read = true;
+        } else {
+            slot = (bit<32>) meta.tree_slot;
+        }
 
         /* access 1: tree_generation (not touched by a broadcast) */
         bit<32> generation = 0;
@@ -112,12 +125,6 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
-/* The two 32-bit halves of an aggregation slot's key (v1model's agg_key [63:32] and [31:0]) */
-struct agg_key_halves_t {
-    bit<32> tag;
-    bit<32> owner;
-}
-
 /* A lane is one register and a stateful ALU holds four programs per register, so the six
  * operations map onto four: each lane is stored XORed with a per-operation mask, which turns
  * AND into OR (De Morgan: ~(~a | ~b) = a & b) and signed MIN and MAX into unsigned MIN (x ^
@@ -129,19 +136,6 @@ const bit<8> TNA_AGG_ALU_XOR = 2;
 const bit<8> TNA_AGG_ALU_OR = 3;
 const bit<8> TNA_AGG_ALU_UMIN = 4;
 
-bit<8> tna_agg_alu(in bit<8> op) {
-    return (op == AGG_SUM) ? TNA_AGG_ALU_ADD
-        : ((op == AGG_XOR) ? TNA_AGG_ALU_XOR
-        : ((op == AGG_AND || op == AGG_OR) ? TNA_AGG_ALU_OR
-        : TNA_AGG_ALU_UMIN));
-}
-
-bit<32> tna_agg_mask(in bit<8> op) {
-    return (op == AGG_AND) ? 32w0xFFFFFFFF
-        : ((op == AGG_MIN) ? 32w0x80000000
-        : ((op == AGG_MAX) ? 32w0x7FFFFFFF
-        : 32w0));
-}
 
 /* Lane i: its register and the four programs. Each stores the packet's (masked) lane when the
  * slot starts (AGG_LANES_SET), else combines, and returns the lane after the update. */
@@ -187,8 +181,10 @@ bit<32> tna_agg_mask(in bit<8> op) {
     };
 
 /* Into the register's representation; a read offers the identity of the program. */
-#define TNA_AGG_LANE_PREPARE(i) \
-    hdr.agg.l##i = lane_read ? identity : hdr.agg.l##i ^ mask;
+#define TNA_AGG_LANE_MASK(i) \
+    hdr.agg.l##i = hdr.agg.l##i ^ mask;
+#define TNA_AGG_LANE_IDENTITY(i) \
+    hdr.agg.l##i = identity;
 
 /* Access A3 of lane i: one of its four programs, then back to the packet's representation. */
 #define TNA_AGG_LANE_EXECUTE(i) \
@@ -207,17 +203,30 @@ bit<32> tna_agg_mask(in bit<8> op) {
  * meta.bar_* and before B3 (outside the state pipe BarrierState defers the packet first).
  * Access blocks in pipeline order: A1 agg_key, A2 agg_arrived, A3 every lane register. */
 control AggState(inout headers_t hdr, inout coll_meta_t meta) {
-    Register<agg_key_halves_t, bit<32>>(NETCOLL_AGG_SLOTS, {0, 0}) agg_key;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_slot_hash;
+    Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_slot_owner; /* 0: never used */
+    Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_key; /* the tag */
     Register<port_bitmap_t, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_arrived;
     NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_REGISTER)
 
-    /* Take the slot for this chunk unless it holds a newer one; return how the keys related. */
-    RegisterAction<agg_key_halves_t, bit<32>, bit<8>>(agg_key) agg_key_claim = {
-        void apply(inout agg_key_halves_t key, out bit<8> relation) {
-            relation = agg_key_relation(key.tag, key.owner, meta.agg_tag, meta.agg_owner);
-            if (relation == AGG_KEY_FRESH) {
-                key.tag = meta.agg_tag;
-                key.owner = meta.agg_owner;
+    /* agg_key_relation asks three questions (owner equal, tag equal, tag after) and a stateful
+     * ALU has two comparison units, so the owner has its own register, taken unconditionally
+     * (a packet that keeps the slot has the stored owner, so writing it changes nothing), and
+     * the tag register takes the slot when the owner changed or the tag is after the stored
+     * one; both return what they held, from which the match-action stage derives the relation
+     * exactly as agg_key_relation does. */
+    RegisterAction<bit<32>, bit<32>, bit<32>>(agg_slot_owner) agg_owner_take = {
+        void apply(inout bit<32> stored, out bit<32> previous) {
+            previous = stored;
+            stored = meta.agg_owner;
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(agg_key) agg_key_claim = {
+        void apply(inout bit<32> stored, out bit<32> previous) {
+            previous = stored;
+            /* FRESH here: the owner changed (set from agg_owner_take) */
+            if (meta.agg_relation == AGG_KEY_FRESH || (int<32>) (meta.agg_tag - stored) > 0) {
+                stored = meta.agg_tag;
             }
         }
     };
@@ -225,19 +234,51 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
      * before it. */
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(agg_arrived) agg_arrived_contribute = {
         void apply(inout port_bitmap_t stored, out port_bitmap_t previous) {
-            previous = agg_arrivals_before(meta.agg_relation, stored);
-            stored = agg_arrivals_after(OP_REDUCE, meta.agg_relation, stored, meta.in_port_bit,
-                                        meta.bar_child_mask);
+            if (meta.agg_relation == AGG_KEY_FRESH) {
+                previous = 0;
+                stored = meta.in_port_bit;
+            } else {
+                previous = stored;
+                stored = stored | meta.in_port_bit;
+            }
         }
     };
     /* A RESULT from the parent: every child counted, the result known. */
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(agg_arrived) agg_arrived_finalise = {
         void apply(inout port_bitmap_t stored, out port_bitmap_t previous) {
-            previous = agg_arrivals_before(meta.agg_relation, stored);
-            stored = agg_arrivals_after(OP_RESULT, meta.agg_relation, stored, meta.in_port_bit,
-                                        meta.bar_child_mask);
+            if (meta.agg_relation == AGG_KEY_FRESH) {
+                previous = 0;
+            } else {
+                previous = stored;
+            }
+            stored = meta.bar_child_mask | AGG_RESULT_KNOWN;
         }
     };
+
+    /* The operation's program, lane mask and identity (see TNA_AGG_ALU_*): a table, since an
+     * action cannot test the operation. Unknown operations were refused by admission. */
+    bit<8> alu;
+    bit<32> mask;
+    bit<32> identity;
+    action agg_program(bit<8> program, bit<32> lane_mask, bit<32> read_identity) {
+        alu = program;
+        mask = lane_mask;
+        identity = read_identity;
+    }
+    table agg_op_program {
+        key = { hdr.coll.tree: exact; }
+        actions = { agg_program; }
+        const entries = {
+            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0, 0);
+            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0, 0);
+            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF, 0); /* OR on complements */
+            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0, 0);
+            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000, 0xFFFFFFFF); /* sign flipped */
+            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF, 0xFFFFFFFF); /* order reversed */
+        }
+        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0, 0xFFFFFFFF);
+        size = 8;
+    }
 
     apply {
         meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
@@ -245,41 +286,61 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         if (meta.drop_reason != DROP_NONE) {
             return;
         }
-        meta.agg_slot = agg_slot_index(hdr.coll.comm_id, hdr.coll.seg_idx);
+        bit<32> slot = agg_slot_hash.get({hdr.coll.comm_id,
+                                          hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
+        meta.agg_slot = slot; /* agg_slot_index */
         meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
         meta.agg_owner = agg_owner(meta.bar_generation);
 
         /* access A1: agg_key */
-        meta.agg_relation = agg_key_claim.execute(meta.agg_slot);
+        meta.agg_relation = AGG_KEY_SAME; /* not yet known: FRESH if the owner changed */
+        if (agg_owner_take.execute(slot) != meta.agg_owner) {
+            meta.agg_relation = AGG_KEY_FRESH;
+        }
+        bit<32> stored_tag = agg_key_claim.execute(slot);
+        if (meta.agg_relation == AGG_KEY_FRESH || (int<32>) (meta.agg_tag - stored_tag) > 0) {
+            meta.agg_relation = AGG_KEY_FRESH;
+        } else if (stored_tag == meta.agg_tag) {
+            meta.agg_relation = AGG_KEY_SAME;
+        } else {
+            meta.agg_relation = AGG_KEY_STALE;
+        }
         if (meta.agg_relation == AGG_KEY_STALE) {
             meta.drop_reason = DROP_AGG_STALE;
-            return;
-        }
+        } else { /* not a return: p4test 1.2.4 would then take slot for uninitialised */
+            /* access A2: agg_arrived */
+            if (hdr.coll.op == OP_RESULT) {
+                meta.agg_previous = agg_arrived_finalise.execute(slot);
+            } else {
+                meta.agg_previous = agg_arrived_contribute.execute(slot);
+            }
+            agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_bit,
+                         meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
+                         meta.agg_lane_mode, meta.drop_reason);
 
-        /* access A2: agg_arrived */
-        if (hdr.coll.op == OP_RESULT) {
-            meta.agg_previous = agg_arrived_finalise.execute(meta.agg_slot);
-        } else {
-            meta.agg_previous = agg_arrived_contribute.execute(meta.agg_slot);
-        }
-        agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_bit,
-                     meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
-                     meta.agg_lane_mode, meta.drop_reason);
-
-        /* access A3: every lane register, the same program on each */
-        if (meta.agg_lane_mode != AGG_LANES_NONE) {
-            bit<8> alu = tna_agg_alu(hdr.coll.tree);
-            bit<32> mask = tna_agg_mask(hdr.coll.tree);
-            bit<32> identity = (alu == TNA_AGG_ALU_UMIN) ? 32w0xFFFFFFFF : 32w0;
-            bool lane_read = meta.agg_lane_mode == AGG_LANES_READ;
-            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_PREPARE)
-            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
+            /* access A3: every lane register, the same program on each */
+            if (meta.agg_lane_mode != AGG_LANES_NONE) {
+                agg_op_program.apply();
+                if (meta.agg_lane_mode == AGG_LANES_READ) {
+                    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_IDENTITY)
+                } else {
+                    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
+                }
+                NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
+            }
         }
     }
 }
 
+/* BarrierState's access to barrier_released (B3) */
+const bit<2> RELEASED_ACCESS_NONE = 0;
+const bit<2> RELEASED_ACCESS_READ = 1;
+const bit<2> RELEASED_ACCESS_ADVANCE = 2;
+const bit<2> RELEASED_ACCESS_WRITE = 3;
+
 control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     AggState() agg_state;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) barrier_cell_hash;
     Register<bit<32>, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_generation;
     Register<port_bitmap_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_child_mask;
     Register<port_num_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_parent;
@@ -294,7 +355,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     RegisterAction<bit<32>, bit<32>, bit<32>>(barrier_generation) barrier_generation_offer = {
         void apply(inout bit<32> stored, out bit<32> previous) {
             previous = stored;
-            if (generation_is_newer(hdr.mp.generation, stored)) {
+            if ((int<32>) (hdr.mp.generation - stored) > 0) { /* generation_is_newer */
                 stored = hdr.mp.generation;
             }
         }
@@ -332,7 +393,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_advance = {
         void apply(inout epoch_t stored, out epoch_t previous) {
             previous = stored;
-            if (epoch_after(hdr.coll.epoch, stored)) {
+            if ((int<16>) (hdr.coll.epoch - stored) > 0) { /* epoch_after */
                 stored = hdr.coll.epoch;
             }
         }
@@ -347,8 +408,11 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(barrier_cells)
             barrier_cell_merge_arrival = {
         void apply(inout barrier_cell_halves_t cell, out port_bitmap_t arrived) {
-            cell.arrivals = barrier_arrivals_merge(cell.tag, cell.arrivals, meta.arch_cell_tag,
-                                                   meta.in_port_bit);
+            if (cell.tag == meta.arch_cell_tag) {
+                cell.arrivals = cell.arrivals | meta.in_port_bit;
+            } else {
+                cell.arrivals = meta.in_port_bit;
+            }
             cell.tag = meta.arch_cell_tag;
             arrived = cell.arrivals;
         }
@@ -356,7 +420,11 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(barrier_cells)
             barrier_cell_read_arrivals = {
         void apply(inout barrier_cell_halves_t cell, out port_bitmap_t arrived) {
-            arrived = barrier_arrivals_for(cell.tag, cell.arrivals, meta.arch_cell_tag);
+            if (cell.tag == meta.arch_cell_tag) {
+                arrived = cell.arrivals;
+            } else {
+                arrived = 0;
+            }
         }
     };
 
@@ -365,20 +433,46 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
-        bool event = meta.state_op == STATE_BARRIER_EVENT;
-        bool commit = event && meta.arch_commit_pass == 1;
-        bool count_pass = event && meta.arch_commit_pass == 0;
-        bool mp_write = meta.state_op == STATE_BARRIER_MP_WRITE;
-        bool mp_read = meta.state_op == STATE_BARRIER_MP_READ;
+        /* flags set by if statements: Tofino's actions cannot compute a comparison */
+        bool event = false;
+        bool commit = false;
+        bool count_pass = false;
+        if (meta.state_op == STATE_BARRIER_EVENT) {
+            event = true;
+            if (meta.arch_commit_pass == 1) {
+                commit = true;
+            } else {
+                count_pass = true;
+            }
+        }
+        bool mp_write = false;
+        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+            mp_write = true;
+        }
+        bool mp_read = false;
+        if (meta.state_op == STATE_BARRIER_MP_READ) {
+            mp_read = true;
+        }
         /* a reduction: the tree (B1, B2), its slot (AggState), maybe the released epoch (B3).
          * A REDUCE takes two passes: the first reads the released epoch (B3) and checks its
          * epoch window (agg_epoch_in_window) before any slot is touched, the resubmitted one
          * does the slot and may advance released: B3 cannot be read before AggState and
          * advanced after it in one pass. A RESULT takes one. */
-        bool agg_any = meta.state_op == STATE_AGG_EVENT;
-        bool agg_window_pass = agg_any && hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0;
-        bool agg = agg_any && !agg_window_pass;
-        bit<32> slot = event || agg_any ? (bit<32>) hdr.coll.comm_id : (bit<32>) hdr.mp.slot;
+        bool agg_any = false;
+        bool agg_window_pass = false;
+        bool agg = false;
+        if (meta.state_op == STATE_AGG_EVENT) {
+            agg_any = true;
+            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
+                agg_window_pass = true;
+            } else {
+                agg = true;
+            }
+        }
+        bit<32> slot = (bit<32>) hdr.mp.slot; /* a field set on two paths, as in TreeState */
+        if (event || agg_any) {
+            slot = (bit<32>) hdr.coll.comm_id;
+        }
 
         /* access 1: barrier_generation */
         bit<32> generation;
@@ -401,6 +495,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         }
 
         /* the reduction's slot: AggState's access blocks A1-A3 */
+        bit<32> chunks_from_here = hdr.coll.seg_count - hdr.coll.seg_idx; /* in an action */
         if (agg) {
             agg_state.apply(hdr, meta);
         }
@@ -412,14 +507,30 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
          * when it sends its instance's last RESULT down (agg_releases_epoch). */
         bool commit_stands = commit && meta.bar_child_mask != 0 && meta.bar_parent == 0
             && meta.bar_generation == meta.arch_commit_generation;
-        bool agg_release = agg
-            && agg_releases_epoch(meta.agg_verdict, hdr.coll.seg_idx, hdr.coll.seg_count);
+        /* which access, decided one condition at a time (later ones take precedence): as one
+         * compound condition it is more than a gateway can hold */
+        bit<2> released_access = RELEASED_ACCESS_NONE;
+        if (count_pass || mp_read || agg_window_pass) {
+            released_access = RELEASED_ACCESS_READ;
+        }
+        if (count_pass && barrier_release_from_parent(hdr.coll.op, meta.in_port,
+                                                      meta.bar_child_mask, meta.bar_parent)) {
+            released_access = RELEASED_ACCESS_ADVANCE;
+        }
+        if (agg && agg_releases_epoch(meta.agg_verdict, chunks_from_here)) {
+            released_access = RELEASED_ACCESS_ADVANCE;
+        }
+        if (commit_stands) {
+            released_access = RELEASED_ACCESS_ADVANCE;
+        }
         if (write_config) {
+            released_access = RELEASED_ACCESS_WRITE;
+        }
+        if (released_access == RELEASED_ACCESS_WRITE) {
             barrier_released_write.execute(slot);
-        } else if (commit_stands || agg_release || (count_pass && barrier_release_from_parent(
-                hdr.coll.op, meta.in_port, meta.bar_child_mask, meta.bar_parent))) {
+        } else if (released_access == RELEASED_ACCESS_ADVANCE) {
             meta.bar_released = barrier_released_advance.execute(slot);
-        } else if (count_pass || mp_read || agg_window_pass) {
+        } else if (released_access == RELEASED_ACCESS_READ) {
             meta.bar_released = barrier_released_read.execute(slot);
         }
 
@@ -455,17 +566,26 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             }
         }
 
-        /* access 4: barrier_cells */
+        /* access 4: barrier_cells, at barrier_cell_index(slot, epoch): one hash of fields set
+         * on the two paths (two hashes of one register crash p4c-barefoot 1.2.5.16) */
+        comm_id_t cell_slot = hdr.coll.comm_id;
+        bit<TNA_BARRIER_WINDOW_BITS> cell_low = hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+        epoch_t open_epoch = meta.bar_released + 1;
+        if (mp_read) {
+            cell_slot = hdr.mp.slot;
+            cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+        }
+        bit<32> cell = barrier_cell_hash.get({cell_slot, cell_low});
         if (count_pass && meta.bar_verdict == BARRIER_COUNT) {
             meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
-            meta.bar_arrived = barrier_cell_merge_arrival.execute(
-                barrier_cell_index(hdr.coll.comm_id, hdr.coll.epoch));
-            meta.bar_complete = meta.bar_arrived == meta.bar_child_mask ? 1w1 : 1w0;
+            meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
+            meta.bar_complete = 0;
+            if (meta.bar_arrived == meta.bar_child_mask) {
+                meta.bar_complete = 1;
+            }
         } else if (mp_read) {
-            epoch_t open_epoch = meta.bar_released + 1;
             meta.arch_cell_tag = barrier_cell_tag(open_epoch, meta.bar_generation);
-            hdr.mp.aux = barrier_cell_read_arrivals.execute(
-                barrier_cell_index(hdr.mp.slot, open_epoch));
+            hdr.mp.aux = barrier_cell_read_arrivals.execute(cell);
         }
 
         if (mp_read) {
@@ -495,15 +615,20 @@ struct ack_cum_halves_t {
  * (K1 the child bitmap, K2 the lowest cum claimed); the slot's configuration comes from the
  * ack_merge table, not from registers. */
 control AckState(inout headers_t hdr, inout coll_meta_t meta) {
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) ack_cell_hash;
     Register<barrier_cell_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cells;
     Register<ack_cum_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cums;
 
     /* Record the child's ACK under meta.arch_cell_tag; return the bitmap before it. */
     RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(ack_cells) ack_cell_merge = {
         void apply(inout barrier_cell_halves_t cell, out port_bitmap_t previous) {
-            previous = barrier_arrivals_for(cell.tag, cell.arrivals, meta.arch_cell_tag);
-            cell.arrivals = barrier_arrivals_merge(cell.tag, cell.arrivals, meta.arch_cell_tag,
-                                                   meta.in_port_bit);
+            if (cell.tag == meta.arch_cell_tag) {
+                previous = cell.arrivals;
+                cell.arrivals = cell.arrivals | meta.in_port_bit;
+            } else {
+                previous = 0;
+                cell.arrivals = meta.in_port_bit;
+            }
             cell.tag = meta.arch_cell_tag;
         }
     };
@@ -511,7 +636,9 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
     /* Keep the lowest cum claimed under meta.arch_cell_tag (ack_cum_merge); return it. */
     RegisterAction<ack_cum_halves_t, bit<32>, bit<32>>(ack_cums) ack_cum_lowest = {
         void apply(inout ack_cum_halves_t cell, out bit<32> lowest) {
-            cell.cum = ack_cum_merge(cell.tag, cell.cum, meta.arch_cell_tag, hdr.coll.seq);
+            if (cell.tag != meta.arch_cell_tag || hdr.coll.seq <= cell.cum) {
+                cell.cum = hdr.coll.seq; /* ack_cum_merge: the lower, or this one if new */
+            }
             cell.tag = meta.arch_cell_tag;
             lowest = cell.cum;
         }
@@ -522,7 +649,8 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
-        bit<32> cell_index = ack_cell_index(meta.ack_slot, hdr.coll.seg_idx);
+        bit<32> cell_index = ack_cell_hash.get({meta.ack_slot,
+                                                hdr.coll.seg_idx[TNA_ACK_WINDOW_BITS - 1:0]});
         /* access K1: ack_cells */
         meta.arch_cell_tag = ack_cell_tag(hdr.coll.epoch, meta.ack_generation, hdr.coll.seg_idx);
         meta.ack_previous = ack_cell_merge.execute(cell_index);

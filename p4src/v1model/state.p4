@@ -225,7 +225,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.state_op == STATE_AGG_EVENT) {
             read_config(); /* the reduction's tree */
             agg_state.apply(hdr, meta);
-            if (agg_releases_epoch(meta.agg_verdict, hdr.coll.seg_idx, hdr.coll.seg_count)
+            if (agg_releases_epoch(meta.agg_verdict, hdr.coll.seg_count - hdr.coll.seg_idx)
                     && epoch_after(hdr.coll.epoch, meta.bar_released)) {
                 advance_released();
             }

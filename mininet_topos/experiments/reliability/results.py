@@ -11,11 +11,11 @@ interrupted run loses at most the part it was in. No network here: the runner
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mininet_topos.experiments.records import known_fields, save_atomically
 from mininet_topos.links.linkfaults import Impairment
 
 FORMAT = 1
@@ -168,7 +168,7 @@ class Results:
                 c["collective"],
                 c["algorithm"],
                 int(c["size"]),
-                [Part(**_known(Part, p)) for p in c["parts"]],
+                [Part(**known_fields(Part, p)) for p in c["parts"]],
             )
             for c in data["cells"]
         ]
@@ -176,26 +176,16 @@ class Results:
             topo=data["topo"],
             members=data["members"],
             settings=data["settings"],
-            runs=[Run(**_known(Run, r)) for r in data["runs"]],
+            runs=[Run(**known_fields(Run, r)) for r in data["runs"]],
             cells=cells,
         )
 
     def save(self, path: Path) -> None:
-        """Atomically: a run killed while saving leaves the previous file whole."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_text(json.dumps(self.to_json(), indent=1) + "\n")
-        os.replace(temporary, path)
+        save_atomically(path, self.to_json())
 
     @classmethod
     def load(cls, path: Path) -> Results:
         return cls.from_json(json.loads(path.read_text()))
-
-
-def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
-    """The fields ``kind`` has: a file written by a later version still loads."""
-    names = {f.name for f in fields(kind)}
-    return {k: v for k, v in data.items() if k in names}
 
 
 def _filled(setting: dict[str, Any]) -> dict[str, Any]:

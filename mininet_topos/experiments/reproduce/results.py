@@ -9,11 +9,12 @@ means, start CPU, init, overlap sweeps, CPU per process type, link bytes. No net
 from __future__ import annotations
 
 import json
-import os
 import statistics
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from mininet_topos.experiments.records import known_fields, save_atomically
 
 FORMAT = 1
 
@@ -123,34 +124,27 @@ class Results:
             raise IncompatibleResults(f"results file format {data.get('format')}, not {FORMAT}")
         cells = {}
         for key, c in data["cells"].items():
-            cell = CellResult(**_known(CellResult, c))
-            cell.measurements = [Measurement(**_known(Measurement, m)) for m in c["measurements"]]
+            cell = CellResult(**known_fields(CellResult, c))
+            cell.measurements = [
+                Measurement(**known_fields(Measurement, m)) for m in c["measurements"]
+            ]
             cells[key] = cell
         return cls(
             topo=data["topo"],
             profile=data["profile"],
             seed=int(data["seed"]),
-            runs=[Run(**_known(Run, r)) for r in data["runs"]],
+            runs=[Run(**known_fields(Run, r)) for r in data["runs"]],
             cells=cells,
             rate_check=data.get("rate_check", {}),
             ns3=data.get("ns3", {}),
         )
 
     def save(self, path: Path) -> None:
-        """Atomically: a run killed while saving leaves the previous file whole."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_text(json.dumps(self.to_json(), indent=1) + "\n")
-        os.replace(temporary, path)
+        save_atomically(path, self.to_json())
 
     @classmethod
     def load(cls, path: Path) -> Results:
         return cls.from_json(json.loads(path.read_text()))
-
-
-def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(kind)}
-    return {k: v for k, v in data.items() if k in names}
 
 
 def summarise(reports: dict[int, dict[str, Any]], members: tuple[int, ...]) -> list[Measurement]:

@@ -13,6 +13,8 @@ arrival is safe: what still holds the barrier is a frame lost between switches o
 lost on its way down, and the switches repair both from any one resend (a resend asks the
 children still missing). So the echoed ranks resend one after another, in member order
 ``barrier_stagger`` apart from ``barrier_rto``, and the first resend usually releases them all.
+Outside repair mode every rank runs that ordered timer from the start and its resends ask
+too: the first resend's asks reach a rank whose own ARRIVE was lost, which resends at once.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from host_agents.transport.to_switch import own_switch
 class ArriveResends:
     """``send(False)`` now, then ``send(True)`` on the timers above, each backing off to
     ``barrier_rto_max``, until ``waiter`` completes; after ``timeout`` seconds ``waiter``
-    fails with a PeerTimeout. ``asks_echo``: the ARRIVE asked for the echo (else the slow timer
-    runs from the start, as before repair mode)."""
+    fails with a PeerTimeout. ``position``: this rank's place among the communicator's
+    members, which orders the slow timers; ``asks_echo``: the ARRIVE asked for the echo (else
+    the slow timer runs from the start)."""
 
     def __init__(
         self,
@@ -38,6 +41,7 @@ class ArriveResends:
         send: Callable[[bool], None],
         timeout: float,
         what: str,
+        position: int,
         asks_echo: bool,
     ) -> None:
         self.endpoint = endpoint
@@ -49,7 +53,10 @@ class ArriveResends:
         self.started = endpoint.loop.time()
         self.deadline = self.started + timeout
         self.is_recorded = False
-        self.delay = cfg.barrier_echo_rto if asks_echo else cfg.barrier_rto
+        self.ordered_delay = min(
+            cfg.barrier_rto + position * cfg.barrier_stagger, cfg.barrier_rto_max
+        )
+        self.delay = cfg.barrier_echo_rto if asks_echo else self.ordered_delay
         self.last_sent = self.started
         self.timer: asyncio.TimerHandle | None = None
         waiter.add_done_callback(self._stop)
@@ -59,14 +66,12 @@ class ArriveResends:
         if not self.waiter.done():  # an in-process fabric may answer at once
             self._arm()
 
-    def recorded(self, position: int) -> None:
-        """The switch echoed the ARRIVE: from now on only the slow timer runs, ordered by
-        ``position``, this rank's place among the communicator's members."""
+    def recorded(self) -> None:
+        """The switch echoed the ARRIVE: from now on only the ordered slow timer runs."""
         if self.is_recorded or self.waiter.done():
             return
         self.is_recorded = True
-        cfg = self.endpoint.cfg
-        self.delay = min(cfg.barrier_rto + position * cfg.barrier_stagger, cfg.barrier_rto_max)
+        self.delay = self.ordered_delay
         self._arm()
 
     def asked(self) -> None:

@@ -1,8 +1,8 @@
 """Switch barrier, the host's side: ARRIVE is resent with backoff until a RELEASE covering its
 epoch arrives (the switch answers a late ARRIVE with RELEASE, so a lost RELEASE is recovered).
-A rank that had to wait or resend lately is in repair mode: its switch echoes its ARRIVE once
-recorded, its resends ask the switches for what is missing, and it resends in member order
-once echoed (transport/arrive_resends.py).
+Ranks resend in member order and every resend asks the switches for what is missing; a rank
+that had to wait or resend lately is in repair mode: its switch echoes its ARRIVE once
+recorded, and until then it resends soon (transport/arrive_resends.py).
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ class Barrier:
         self._resends: dict[tuple[int, int], ArriveResends] = {}  # (comm, epoch) -> its timers
         self._repair_through: dict[int, int] = {}  # comm -> last epoch in repair mode
         self._first_epoch: dict[int, int] = {}  # comm -> this rank's first barrier epoch
+        self._positions: dict[int, int] = {}  # comm -> this rank's place among its members
 
     def register(self, comm: int) -> None:
         self._released.setdefault(comm, 0)  # resume moves it for a later job
+        self._positions.pop(comm, None)  # its members may have changed
 
     def resume(self, comm: int, released: int) -> None:
         """The switches already released ``comm``'s barriers up to ``released``."""
@@ -49,6 +51,7 @@ class Barrier:
         self._arrived.pop(comm, None)
         self._repair_through.pop(comm, None)
         self._first_epoch.pop(comm, None)
+        self._positions.pop(comm, None)
         for waiting in self._waiters.pop(comm, []):
             if not waiting[1].done():
                 waiting[1].set_exception(EngineError(f"communicator {comm} was freed"))
@@ -85,7 +88,8 @@ class Barrier:
 
         def send(again: bool) -> None:
             if again:
-                endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=hdr.flags | Flag.RETRANSMIT))
+                resend = hdr.with_(flags=Flag.REPLY_NOW | Flag.RETRANSMIT)  # it asks (above)
+                endpoint.send_frame(BROADCAST_MAC, resend)
                 endpoint.stats.arrive_retransmissions += 1
                 repair_mode()
             else:
@@ -101,7 +105,12 @@ class Barrier:
                 repair_mode()
 
         what = f"waiting for RELEASE of barrier epoch {epoch} on communicator {comm}"
-        resends = ArriveResends(endpoint, waiter, send, timeout, what, asks_echo)
+        position = self._positions.get(comm)
+        if position is None:
+            members = endpoint.directory.comms.get(comm, ())
+            position = members.index(endpoint.node) if endpoint.node in members else 0
+            self._positions[comm] = position
+        resends = ArriveResends(endpoint, waiter, send, timeout, what, position, asks_echo)
         self._resends[comm, epoch] = resends
         waiter.add_done_callback(forget)
         resends.start()
@@ -117,9 +126,7 @@ class Barrier:
         resends = self._resends.get((hdr.comm_id, hdr.epoch))
         if hdr.dst_node == self.endpoint.node:
             if resends is not None:
-                members = self.endpoint.directory.comms.get(hdr.comm_id, ())
-                node = self.endpoint.node
-                resends.recorded(members.index(node) if node in members else 0)
+                resends.recorded()
             return  # late: its barrier was released meanwhile
         previous = (hdr.epoch - 1) & 0xFFFF
         if wire.serial_lt(self._released.get(hdr.comm_id, previous), previous):

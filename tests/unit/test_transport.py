@@ -581,8 +581,11 @@ def test_a_rank_whose_arrive_its_switch_echoed_waits_quietly_and_one_without_res
         for epoch in (1, 2):  # the first barrier waits for every agent: a resend there is no loss
             waiting = engine.barrier_arrive(COMM, epoch, timeout=5)
             assert not arrives(port, epoch)[0].flags & wire.Flag.REPLY_NOW
-            await asyncio.sleep(0.35)
-            assert len(arrives(port, epoch)) == 2  # the slow timer: nothing was echoed
+            await asyncio.sleep(0.45)
+            assert len(arrives(port, epoch)) == 1  # its turn is 0.3 + 0.2 s
+            await asyncio.sleep(0.1)
+            resent = arrives(port, epoch)[1:]  # the ordered slow timer: a resend that asks
+            assert [h.flags for h in resent] == [wire.Flag.REPLY_NOW | wire.Flag.RETRANSMIT]
             engine._on_frame(from_switch(wire.Op.RELEASE, epoch))
             await waiting
 

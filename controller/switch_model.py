@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from controller import wire
+from controller.switch_barrier import BarrierView, barrier_decide
 from controller.switch_frames import Parsed as Parsed
 from controller.switch_frames import deparse as deparse
 from controller.switch_frames import parse as parse
@@ -41,7 +42,7 @@ from controller.switch_state import (
     TreeKey,
     TreeSlot,
 )
-from controller.wire import DropReason, MpKind, MpStatus, Op
+from controller.wire import DropReason, Flag, MpKind, MpStatus, Op
 
 OUT_DROP, OUT_UNICAST, OUT_MCAST, OUT_REPLY = range(4)
 COLUMN_OTHER, COLUMN_IPV4, COLUMN_BAD_OP = 0, 14, 15
@@ -112,7 +113,7 @@ class SwitchModel:
     # -- the pipeline -------------------------------------------------------------------------
 
     def port_bit(self, port: int) -> int:
-        """v1model/netcoll.p4 port_bit."""
+        """v1model/state.p4 port_bit."""
         return 1 << (port - 1) if 1 <= port < self.sizes.max_ports else 0
 
     def process(self, frame: bytes, in_port: int) -> Outcome:
@@ -352,6 +353,8 @@ class SwitchModel:
         elif coll.op == Op.ARRIVE:
             if not child_mask & in_bit:
                 d.drop_reason = DropReason.NOT_CHILD
+                if coll.flags & Flag.REPLY_NOW and parent != 0 and in_port == parent:
+                    d.drop_reason, verdict = DropReason.NONE, "asked"
             elif not epoch_after(epoch, released):
                 verdict = "answer"
             elif (epoch - released) & MASK16 > self.sizes.barrier_window:
@@ -366,41 +369,37 @@ class SwitchModel:
             else:
                 verdict = "advance"
 
-        complete = False
+        index = slot * self.sizes.barrier_window + (epoch & (self.sizes.barrier_window - 1))
+        tag = (epoch << 16) | generation16
+        cell_tag, stored = self.barrier_cells[index]
+        arrived = (stored if cell_tag == tag else 0) | (in_bit if verdict == "count" else 0)
         if verdict == "count":
-            index = slot * self.sizes.barrier_window + (epoch & (self.sizes.barrier_window - 1))
-            tag = (epoch << 16) | generation16
-            cell_tag, arrived = self.barrier_cells[index]
-            arrived = (arrived if cell_tag == tag else 0) | in_bit
             self.barrier_cells[index] = (tag, arrived)
-            complete = arrived == child_mask
-            if complete and parent == 0:
+            if arrived == child_mask and parent == 0:
                 self.barrier_released[slot] = epoch
+        elif verdict == "asked":
+            if epoch_after((epoch - 1) & MASK16, released):
+                self.barrier_released[slot] = (epoch - 1) & MASK16
         elif verdict == "advance":
             self.barrier_released[slot] = epoch
 
         if d.drop_reason != DropReason.NONE:
             return
-        me = self.state.node_id
-        if verdict == "answer":
-            parsed.coll = coll.with_(op=Op.RELEASE, src_node=me)
-            d.out_kind = OUT_REPLY
-        elif verdict == "advance":
-            parsed.coll = coll.with_(src_node=me)
-            d.out_kind = OUT_MCAST
-            d.mcast_children = child_mask
-            d.filter_children = True
-        elif not complete:
-            d.drop_reason = DropReason.ABSORBED
-        elif parent == 0:
-            parsed.coll = coll.with_(op=Op.RELEASE, src_node=me)
-            d.out_kind = OUT_MCAST
-            d.mcast_children = child_mask
-            d.filter_children = True
-        else:
-            parsed.coll = coll.with_(src_node=me)
-            d.out_kind = OUT_UNICAST
-            d.out_port = parent
+        echo_to = (
+            in_bit if self.state.ports.get(in_port, (PortRole.HOST,))[0] == PortRole.HOST else 0
+        )
+        me, parent_bit = self.state.node_id, self.port_bit(parent)
+        out = barrier_decide(
+            coll,
+            verdict or "",
+            BarrierView(child_mask, parent, parent_bit, released, arrived, echo_to, me),
+        )
+        d.drop_reason = out.drop
+        if out.coll is not None:
+            parsed.coll = out.coll
+            d.out_kind = {"reply": OUT_REPLY, "mcast": OUT_MCAST, "unicast": OUT_UNICAST}[out.kind]
+            d.mcast_children, d.filter_children = out.children, out.kind == "mcast"
+            d.out_port = parent if out.kind == "unicast" else 0
 
     def _ack_merge(self, parsed: Parsed, in_port: int, d: Decision) -> None:
         """common/ackmerge.p4 AckMergeLookup, AckState (v1model merge_ack) and AckMergeDecide."""

@@ -348,14 +348,14 @@ class Engine:
         elif op == Op.NACK:
             if hdr.dst_node == self.node:
                 self._on_nack(hdr, payload)
-        elif op in (Op.RELEASE, Op.RESULT):
+        elif op in (Op.RELEASE, Op.RESULT, Op.ARRIVE):  # ARRIVE: the switch's echo of ours
             refusal = self.entitled.from_my_switch(hdr)
             if refusal is not None:
                 self.drop(refusal, hdr)
-            elif op == Op.RELEASE:
-                self._barrier.on_release(hdr)
-            else:
+            elif op == Op.RESULT:
                 self._switch_reduce.on_result(hdr, payload)
+            else:
+                self._barrier.on_switch_frame(hdr)
         elif op == Op.PING:
             self._probes.on_ping(hdr, payload)
         elif op == Op.PONG:

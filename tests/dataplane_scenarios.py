@@ -191,9 +191,15 @@ def write_barrier(
     return mp
 
 
-def arrive(sut: SwitchUnderTest, port: int, epoch: int, comm: int = COMM) -> dict[int, list[bytes]]:
+REPAIRS, RESENT = wire.Flag.REPLY_NOW, wire.Flag.RETRANSMIT  # barrier repair flags
+
+
+def arrive(
+    sut: SwitchUnderTest, port: int, epoch: int, comm: int = COMM, flags: int = 0
+) -> dict[int, list[bytes]]:
     src = port if port in HOST_PORTS else (CHILD_NODE if port == CHILD_PORT else PARENT_NODE)
-    return sut.send(port, frame(Op.ARRIVE, src=src, comm_id=comm, epoch=epoch, port=port))
+    hdr = {"comm_id": comm, "epoch": epoch, "flags": flags}
+    return sut.send(port, frame(Op.ARRIVE, src=src, port=port, **hdr))
 
 
 def release(
@@ -306,6 +312,87 @@ def scenario_barrier_non_root_sends_one_arrive_and_resends(sut: SwitchUnderTest)
     assert ports_of(release(sut, PARENT_PORT, 1)) == {}
     assert check.new_drops()[DropReason.STALE_RELEASE] == 1
     assert ports_of(arrive(sut, CHILD_PORT, 1)) == {CHILD_PORT: 1}
+
+
+def scenario_barrier_echoes_recorded_arrive_asking_for_it(sut: SwitchUnderTest) -> None:
+    """An ARRIVE with REPLY_NOW comes back to its host once recorded, naming that host in
+    dst_node (issue 33: a rank whose arrival is safe stops resending), also when it completes
+    the cell and goes up; without the flag nothing changes."""
+    sut.configure(base_state(sut))
+    write_barrier(sut, COMM, 1, parent=PARENT_PORT, children=(1, 2, CHILD_PORT))
+    check = Checker(sut)
+    check.mark()
+    assert ports_of(arrive(sut, CHILD_PORT, 1)) == {}  # not asked: absorbed as before
+    assert ports_of(arrive(sut, CHILD_PORT, 1, flags=REPAIRS)) == {}  # a switch: no echo
+    assert check.new_drops()[DropReason.ABSORBED] == 2
+    echo = arrive(sut, 1, 1, flags=REPAIRS)
+    assert ports_of(echo) == {1: 1}
+    back = parsed(echo)[1][0].hdr
+    assert (back.op, back.epoch, back.src_node, back.dst_node) == (Op.ARRIVE, 1, SWITCH_NODE, 1)
+    out = arrive(sut, 2, 1, flags=REPAIRS)  # completes the cell
+    assert ports_of(out) == {PARENT_PORT: 1, 2: 1}
+    for frames in parsed(out).values():
+        hdr = frames[0].hdr
+        assert (hdr.op, hdr.src_node, hdr.dst_node) == (Op.ARRIVE, SWITCH_NODE, 2)
+    # a resend after completion goes up again and is echoed; once released, RELEASE answers
+    assert ports_of(arrive(sut, 1, 1, flags=REPAIRS | RESENT)) == {PARENT_PORT: 1, 1: 1}
+    release(sut, PARENT_PORT, 1)
+    late = arrive(sut, 1, 1, flags=REPAIRS)
+    assert ports_of(late) == {1: 1} and parsed(late)[1][0].hdr.op == Op.RELEASE
+
+
+def scenario_barrier_resend_asks_the_missing_children(sut: SwitchUnderTest) -> None:
+    """A resent ARRIVE (REPLY_NOW and RETRANSMIT) that finds the cell incomplete is sent down
+    to the children still missing: one rank's resend repairs what the barrier lost below."""
+    sut.configure(base_state(sut))
+    write_barrier(sut, COMM, 1, parent=0, children=(1, 2, CHILD_PORT))
+    arrive(sut, 1, 1, flags=REPAIRS)
+    asked = arrive(sut, 1, 1, flags=REPAIRS | RESENT)
+    assert ports_of(asked) == {1: 1, 2: 1, CHILD_PORT: 1}  # its echo, and the two missing
+    for frames in parsed(asked).values():
+        hdr = frames[0].hdr
+        assert (hdr.op, hdr.epoch, hdr.dst_node) == (Op.ARRIVE, 1, 1)
+    # a first ARRIVE asks nobody; nor does a resend when the epoch before is not released
+    assert ports_of(arrive(sut, 2, 1, flags=REPAIRS)) == {2: 1}
+    assert ports_of(arrive(sut, 1, 3, flags=REPAIRS | RESENT)) == {1: 1}
+
+
+def scenario_barrier_switch_asked_by_its_parent(sut: SwitchUnderTest) -> None:
+    """ARRIVE(e) with REPLY_NOW from the parent port: the parent released e - 1 and misses
+    this subtree at e. A switch that missed RELEASE(e - 1) releases its children; one whose
+    cell is complete sends its ARRIVE up again; one whose cell is not asks its own missing."""
+    sut.configure(base_state(sut))
+    write_barrier(sut, COMM, 1, parent=PARENT_PORT, children=(1, 2, CHILD_PORT))
+
+    def ask(epoch: int) -> dict[int, list[bytes]]:
+        hdr = {"comm_id": COMM, "epoch": epoch, "flags": REPAIRS | RESENT}
+        return sut.send(PARENT_PORT, frame(Op.ARRIVE, src=PARENT_NODE, port=PARENT_PORT, **hdr))
+
+    missed = ask(2)  # RELEASE(1) never came here
+    assert ports_of(missed) == {1: 1, 2: 1, CHILD_PORT: 1}
+    assert {(f[0].hdr.op, f[0].hdr.epoch) for f in parsed(missed).values()} == {(Op.RELEASE, 1)}
+    for port in (1, 2):
+        arrive(sut, port, 2)
+    lower = ask(2)  # the child switch has not arrived: it is asked in turn
+    assert ports_of(lower) == {CHILD_PORT: 1}
+    assert parsed(lower)[CHILD_PORT][0].hdr.op == Op.ARRIVE
+    out = arrive(sut, CHILD_PORT, 2)
+    assert ports_of(out) == {PARENT_PORT: 1}  # complete: up, as ever
+    again = ask(2)  # that ARRIVE was lost: the ask brings it again, asking nothing itself
+    assert ports_of(again) == {PARENT_PORT: 1}
+    up = parsed(again)[PARENT_PORT][0].hdr
+    assert (up.op, up.epoch, up.src_node, up.flags & RESENT) == (Op.ARRIVE, 2, SWITCH_NODE, 0)
+    release(sut, PARENT_PORT, 2)
+    check = Checker(sut)
+    check.mark()
+    assert ports_of(ask(2)) == {}  # released since
+    assert check.new_drops()[DropReason.STALE_RELEASE] == 1
+    # without REPLY_NOW an ARRIVE from the parent is what it always was
+    check.mark()
+    sut.send(
+        PARENT_PORT, frame(Op.ARRIVE, src=PARENT_NODE, port=PARENT_PORT, comm_id=COMM, epoch=3)
+    )
+    assert check.new_drops()[DropReason.NOT_CHILD] == 1
 
 
 def scenario_two_communicators_isolated(sut: SwitchUnderTest) -> None:
@@ -459,6 +546,9 @@ SCENARIOS = [
     scenario_barrier_release_after_exact_mask,
     scenario_barrier_consecutive_epochs_and_late_arrive,
     scenario_barrier_non_root_sends_one_arrive_and_resends,
+    scenario_barrier_echoes_recorded_arrive_asking_for_it,
+    scenario_barrier_resend_asks_the_missing_children,
+    scenario_barrier_switch_asked_by_its_parent,
     scenario_two_communicators_isolated,
     scenario_mp_changes_replication,
     scenario_mp_from_host_port_dropped,

@@ -80,7 +80,15 @@ class EngineConfig:
     # yet; without it that cell has always completed. Duplicates are flagged and counted
     # either way (make bench ... --engine dsack_learning=true to compare)
     dsack_learning: bool = False
+    # in repair mode (transport/barrier.py) a rank whose ARRIVE its switch has not echoed yet
+    # resends after this (doubling): its ARRIVE may be lost; the echo takes 13-16 ms (median
+    # at 1% loss on Df(2,4,2)) otherwise
+    barrier_echo_rto: float = 0.05
+    # the first member resends its ARRIVE after barrier_rto, each next one barrier_stagger
+    # later (doubling from there; in repair mode once its ARRIVE was echoed): every resend
+    # asks the switches for what is missing, so the first usually repairs for all
     barrier_rto: float = 0.1
+    barrier_stagger: float = 0.05
     # a rank that entered a barrier early retransmits at least this often, so a RELEASE lost
     # on its way to it costs it no more than this. 0.2 s made allgather under loss quicker,
     # but 72 ranks waiting out a slow reduction then resent ARRIVEs 5 times a second, each

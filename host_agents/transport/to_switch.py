@@ -1,6 +1,7 @@
-"""What a host asks its own switch, resent until the switch answers: ARRIVE until RELEASE,
-REDUCE until RESULT. Switches keep no timers, so the host's retransmissions drive recovery, and
-a switch answers a duplicate without counting it twice, so resending is always safe.
+"""What a host asks its own switch, resent until the switch answers: REDUCE until RESULT (the
+barrier's ARRIVE has timers of its own: transport/arrive_resends.py). Switches keep no timers,
+so the host's retransmissions drive recovery, and a switch answers a duplicate without
+counting it twice, so resending is always safe.
 
 The resends are timer callbacks on the answer's future, not a coroutine: the answer wakes its
 waiter directly. A coroutine looping over ``wait_for(shield(...))`` cost a barrier several

@@ -93,11 +93,29 @@ void barrier_classify(in bit<8> op, in epoch_t epoch, in port_num_t in_port,
 }
 
 /* After BarrierState: turn the verdict into a packet to send. */
+/* The ports a repair asks at epoch `epoch`: the children not recorded yet, when the slot
+ * released the epoch before (a blocking barrier's only open one). */
+port_bitmap_t barrier_missing(in coll_meta_t meta, in epoch_t epoch) {
+    return epoch - meta.bar_released == 1 ? meta.bar_child_mask & ~meta.bar_arrived : 32w0;
+}
+
+/* After BarrierState: turn the verdict into a packet to send.
+ *
+ * REPLY_NOW on an ARRIVE (issue 33; docs/protocol.md, Barrier repairs): a host port gets its
+ * ARRIVE echoed once recorded (dst_node names the host), and a retransmitted ARRIVE that
+ * finds the cell incomplete *asks* the children still missing, by the same ARRIVE sent down:
+ * a host learns its switch released the epoch before, a switch that missed that RELEASE
+ * takes it, one whose cell is complete sends its ARRIVE up again and one whose cell is not
+ * asks its own missing children. So one rank's resend repairs whatever the barrier lost
+ * between switches, however many ranks wait. */
 control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
     apply {
         if (meta.drop_reason != DROP_NONE) {
             return;
         }
+        bool repairs = (hdr.coll.flags & FLAG_REPLY_NOW) != 0;
+        bool resent = (hdr.coll.flags & FLAG_RETRANSMIT) != 0;
+        port_bitmap_t echo_to = meta.port_role == ROLE_HOST ? meta.in_port_bit : 32w0;
         if (meta.bar_verdict == BARRIER_ANSWER_RELEASE) {
             hdr.coll.op = OP_RELEASE;
             hdr.coll.src_node = meta.my_node; /* every RELEASE names the switch that sent it */
@@ -107,6 +125,41 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
             meta.out_kind = OUT_MCAST;
             meta.mcast_children = meta.bar_child_mask;
             meta.filter_children = 1;
+        } else if (meta.bar_verdict == BARRIER_ASKED) {
+            epoch_t previous = hdr.coll.epoch - 1;
+            hdr.coll.src_node = meta.my_node;
+            hdr.coll.flags = hdr.coll.flags & ~FLAG_RETRANSMIT; /* an answer asks nothing */
+            if (epoch_after(previous, meta.bar_released)) {
+                /* this switch missed RELEASE(previous): release its subtree now */
+                hdr.coll.op = OP_RELEASE;
+                hdr.coll.epoch = previous;
+                meta.out_kind = OUT_MCAST;
+                meta.mcast_children = meta.bar_child_mask;
+                meta.filter_children = 1;
+            } else if (previous != meta.bar_released) {
+                meta.drop_reason = DROP_STALE_RELEASE; /* released since */
+            } else if (meta.bar_complete == 1) {
+                meta.out_kind = OUT_REPLY; /* the ARRIVE the parent missed, up again */
+            } else if (barrier_missing(meta, hdr.coll.epoch) != 0) {
+                meta.out_kind = OUT_MCAST;
+                meta.mcast_children = barrier_missing(meta, hdr.coll.epoch);
+                meta.filter_children = 1;
+            } else {
+                meta.drop_reason = DROP_ABSORBED;
+            }
+        } else if (meta.bar_complete == 0 && repairs) {
+            hdr.coll.dst_node = hdr.coll.src_node; /* the echo names the host it answers */
+            hdr.coll.src_node = meta.my_node;
+            port_bitmap_t asked = resent ? barrier_missing(meta, hdr.coll.epoch) : 32w0;
+            if (asked != 0) {
+                meta.out_kind = OUT_MCAST;
+                meta.mcast_children = asked | echo_to;
+                meta.filter_children = 1;
+            } else if (echo_to != 0) {
+                meta.out_kind = OUT_REPLY;
+            } else {
+                meta.drop_reason = DROP_ABSORBED;
+            }
         } else if (meta.bar_complete == 0) {
             meta.drop_reason = DROP_ABSORBED; /* recorded; waits for the other children */
         } else if (meta.bar_parent == 0) {
@@ -115,6 +168,13 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
             hdr.coll.src_node = meta.my_node;
             meta.out_kind = OUT_MCAST;
             meta.mcast_children = meta.bar_child_mask;
+            meta.filter_children = 1;
+        } else if (repairs && echo_to != 0 && meta.bar_parent_bit != 0) {
+            /* complete here (or a duplicate after completion): one ARRIVE upward, its echo back */
+            hdr.coll.dst_node = hdr.coll.src_node;
+            hdr.coll.src_node = meta.my_node;
+            meta.out_kind = OUT_MCAST;
+            meta.mcast_children = meta.bar_parent_bit | echo_to;
             meta.filter_children = 1;
         } else {
             /* complete here, or a duplicate after completion: (re)send one ARRIVE upward */

@@ -92,6 +92,8 @@ const bit<8> OP_RESULT = 13;
 const bit<8> OP_MAX = 13;
 
 /* Header flags (controller/wire.py: Flag) the switch looks at */
+const bit<8> FLAG_RETRANSMIT = 0x01;
+const bit<8> FLAG_REPLY_NOW = 0x04; /* on ARRIVE: echo it, and let a resend ask (barrier.p4) */
 const bit<8> FLAG_MERGE = 0x20; /* an ACK the switches merge up the tree (common/ackmerge.p4) */
 
 /* Reduction operations, carried in coll_h.tree of REDUCE/RESULT (controller/wire.py: AggOp) */
@@ -186,6 +188,9 @@ const bit<8> REPLICATION_ALL_PORTS = 2; /* one all-ports group, egress filters o
 const bit<8> BARRIER_COUNT = 1; /* record the arrival */
 const bit<8> BARRIER_ANSWER_RELEASE = 2; /* epoch already released: answer the sender */
 const bit<8> BARRIER_ADVANCE = 3; /* RELEASE from the parent for a newer epoch */
+/* ARRIVE(e) with REPLY_NOW from the parent: it released e - 1 and misses this subtree at e
+ * (set by shims that implement it: v1model/state.p4) */
+const bit<8> BARRIER_ASKED = 4;
 
 /* Which piece of switch state a packet touches this pass (one state control per pass) */
 const bit<8> STATE_NONE = 0;

@@ -114,6 +114,9 @@ struct coll_meta_t {
     /* barrier (slot = communicator id) */
     port_bitmap_t bar_child_mask;
     port_num_t bar_parent; /* 0: this switch is the root of the barrier tree */
+    /* bit of bar_parent where the shim can compute it (variable shift), else 0: an ARRIVE
+     * that completes the cell is then not echoed to the child that completed it */
+    port_bitmap_t bar_parent_bit;
     bit<16> bar_generation;
     epoch_t bar_released;
     port_bitmap_t bar_arrived;

@@ -17,11 +17,6 @@
 /* simple_switch's instance_type of multicast replicas */
 const bit<32> PKT_INSTANCE_TYPE_REPLICATION = 5;
 
-/* Child bit of a port: bit (port - 1); ports outside 1..NETCOLL_MAX_PORTS-1 have none. */
-port_bitmap_t port_bit(in port_num_t port) {
-    return port >= 1 && port < NETCOLL_MAX_PORTS ? 32w1 << (bit<8>) (port - 1) : 32w0;
-}
-
 parser V1Parser(packet_in pkt, out headers_t hdr, inout coll_meta_t meta,
                 inout standard_metadata_t sm) {
     CollParser() coll_parser;

@@ -15,6 +15,11 @@
 #include "../common/reduce.p4"
 #include "../common/ackmerge.p4"
 
+/* Child bit of a port: bit (port - 1); ports outside 1..NETCOLL_MAX_PORTS-1 have none. */
+port_bitmap_t port_bit(in port_num_t port) {
+    return port >= 1 && port < NETCOLL_MAX_PORTS ? 32w1 << (bit<8>) (port - 1) : 32w0;
+}
+
 control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
     register<port_num_t>(NETCOLL_TREE_SLOTS) tree_parent;
     register<port_bitmap_t>(NETCOLL_TREE_SLOTS) tree_children;
@@ -154,6 +159,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         barrier_generation.read(generation, slot);
         barrier_released.read(meta.bar_released, slot);
         meta.bar_generation = generation[15:0];
+        meta.bar_parent_bit = port_bit(meta.bar_parent);
     }
 
     action count_arrival() {
@@ -169,6 +175,20 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
 
     action advance_released() {
         barrier_released.write((bit<32>) hdr.coll.comm_id, hdr.coll.epoch);
+    }
+
+    /* The parent asks about epoch e (BarrierDecide): what this slot recorded for e, and the
+     * RELEASE of e - 1 the parent's ask implies. */
+    action read_asked_arrivals() {
+        barrier_cell_t cell;
+        barrier_cells.read(cell, barrier_cell_index(hdr.coll.comm_id, hdr.coll.epoch));
+        meta.bar_arrived = barrier_cell_arrivals(
+            cell, barrier_cell_tag(hdr.coll.epoch, meta.bar_generation));
+        meta.bar_complete = meta.bar_arrived == meta.bar_child_mask ? 1w1 : 1w0;
+    }
+
+    action advance_released_before_asked() {
+        barrier_released.write((bit<32>) hdr.coll.comm_id, hdr.coll.epoch - 1);
     }
 
     /* A new configuration also sets the released epoch; cells of older generations no longer
@@ -214,7 +234,16 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             barrier_classify(hdr.coll.op, hdr.coll.epoch, meta.in_port, meta.in_port_bit,
                              meta.bar_child_mask, meta.bar_parent, meta.bar_released,
                              meta.bar_verdict, meta.drop_reason);
-            if (meta.bar_verdict == BARRIER_COUNT) {
+            if (meta.drop_reason == DROP_NOT_CHILD && meta.bar_parent != 0
+                    && meta.in_port == meta.bar_parent && hdr.coll.op == OP_ARRIVE
+                    && (hdr.coll.flags & FLAG_REPLY_NOW) != 0) {
+                meta.drop_reason = DROP_NONE;
+                meta.bar_verdict = BARRIER_ASKED;
+                read_asked_arrivals();
+                if (epoch_after(hdr.coll.epoch - 1, meta.bar_released)) {
+                    advance_released_before_asked();
+                }
+            } else if (meta.bar_verdict == BARRIER_COUNT) {
                 count_arrival();
                 if (meta.bar_complete == 1 && meta.bar_parent == 0) {
                     advance_released();

@@ -555,3 +555,90 @@ def test_a_duplicate_reports_how_long_its_own_segment_was_here() -> None:
         assert 0.2e6 <= dsack.msg_len < 0.5e6
 
     asyncio.run(main())
+
+
+def test_a_rank_whose_arrive_its_switch_echoed_waits_quietly_and_one_without_resends_soon() -> None:
+    """Issue 33: at 1% loss every rank resent its ARRIVE whenever any frame of a barrier was
+    lost (2,860 resends for 188 lost frames, 15 per loss). After a resend (or a long wait),
+    past its first barrier, a rank asks its switch to echo its ARRIVE (REPLY_NOW): echoed, it
+    knows its arrival is safe and waits its turn among the members; without the echo its own
+    ARRIVE may be lost, and it resends after a moment."""
+    switch = wire.switch_node_id(0)
+
+    def from_switch(op: int, epoch: int, dst: int = 0) -> bytes:
+        hdr = wire.Header(op=op, comm_id=COMM, epoch=epoch, src_node=switch, dst_node=dst)
+        return wire.build_frame(hdr, b"", dst_mac=bytes([2, 0, 0, 0, 0, ME]))
+
+    def arrives(port: RecordingPort, epoch: int) -> list[wire.Header]:
+        return [h for h in port.sent if h.op == wire.Op.ARRIVE and h.epoch == epoch]
+
+    async def main() -> None:
+        config = EngineConfig(
+            barrier_echo_rto=0.02, barrier_rto=0.3, barrier_stagger=0.2, barrier_rto_max=1.0
+        )
+        engine, port = recording_engine(config)
+        engine.register_comm(COMM, (ROOTS[0], ME))  # second member: its turn is 0.3 + 0.2 s
+        for epoch in (1, 2):  # the first barrier waits for every agent: a resend there is no loss
+            waiting = engine.barrier_arrive(COMM, epoch, timeout=5)
+            assert not arrives(port, epoch)[0].flags & wire.Flag.REPLY_NOW
+            await asyncio.sleep(0.45)
+            assert len(arrives(port, epoch)) == 1  # its turn is 0.3 + 0.2 s
+            await asyncio.sleep(0.1)
+            resent = arrives(port, epoch)[1:]  # the ordered slow timer: a resend that asks
+            assert [h.flags for h in resent] == [wire.Flag.REPLY_NOW | wire.Flag.RETRANSMIT]
+            engine._on_frame(from_switch(wire.Op.RELEASE, epoch))
+            await waiting
+
+        echoed = engine.barrier_arrive(COMM, 3, timeout=5)
+        assert arrives(port, 3)[0].flags & wire.Flag.REPLY_NOW  # a resend happened lately
+        engine._on_frame(from_switch(wire.Op.ARRIVE, 3, dst=ME))
+        await asyncio.sleep(0.4)  # past barrier_rto, before this member's turn
+        assert len(arrives(port, 3)) == 1
+        await asyncio.sleep(0.2)
+        assert len(arrives(port, 3)) == 2
+        engine._on_frame(from_switch(wire.Op.RELEASE, 3))
+        await echoed
+
+        unechoed = engine.barrier_arrive(COMM, 4, timeout=5)
+        await asyncio.sleep(0.1)
+        resent = arrives(port, 4)[1:]
+        assert resent and all(h.flags & wire.Flag.RETRANSMIT for h in resent)
+        assert all(h.flags & wire.Flag.REPLY_NOW for h in resent)
+        engine._on_frame(from_switch(wire.Op.RELEASE, 4))
+        await unechoed
+        assert not engine.stats.dropped
+
+    asyncio.run(main())
+
+
+def test_an_ask_from_the_switch_releases_a_lost_release_and_hurries_a_lost_arrive() -> None:
+    """An ARRIVE(e) from the switch naming another host asks: the switch released e - 1 and
+    has not recorded this rank at e. A rank still waiting for e - 1 (its RELEASE was lost) is
+    released at once; one whose ARRIVE(e) was not echoed resends at once (unless it sent it
+    within half an echo timeout: it may be on its way)."""
+    switch = wire.switch_node_id(0)
+
+    def ask(epoch: int) -> bytes:
+        hdr = wire.Header(op=wire.Op.ARRIVE, comm_id=COMM, epoch=epoch, src_node=switch)
+        return wire.build_frame(
+            hdr.with_(dst_node=ROOTS[0]), b"", dst_mac=bytes([2, 0, 0, 0, 0, ME])
+        )
+
+    async def main() -> None:
+        config = EngineConfig(barrier_echo_rto=0.2, barrier_rto=1.0, barrier_rto_max=1.0)
+        engine, port = recording_engine(config)
+        engine.register_comm(COMM, (ME, *ROOTS))
+        stuck = engine.barrier_arrive(COMM, 1, timeout=5)
+        engine._on_frame(ask(2))
+        await asyncio.wait_for(stuck, 0.1)
+        assert engine.released_epoch(COMM) == 1
+        engine._barrier._repair_through[COMM] = 100  # repair mode
+        lost = engine.barrier_arrive(COMM, 2, timeout=5)
+        await asyncio.sleep(0.15)  # before its echo timeout; sooner it may be on its way
+        engine._on_frame(ask(2))
+        resent = [h for h in port.sent if h.epoch == 2 and h.flags & wire.Flag.RETRANSMIT]
+        assert len(resent) == 1
+        lost.cancel()
+        assert not engine.stats.dropped
+
+    asyncio.run(main())

@@ -1,0 +1,107 @@
+"""When a rank resends its ARRIVE (issue 33: repairs in proportion to losses).
+
+Measured at 1% loss on every link (Df(2,4,2), 72 ranks): every rank resent on one timer from
+its own arrival, whatever was lost, so one lost frame cost about 15 resends: 63% were sent
+while some rank had not even arrived (it was still recovering a RELEASE it had lost), 24%
+after every rank had arrived and before any release (an ARRIVE lost on its way up held them
+all), 13% after the first releases (a RELEASE lost on its way down held a subtree).
+
+A rank in repair mode (it had to wait or resend lately) asks its switch to echo its ARRIVE
+(flag REPLY_NOW; docs/protocol.md, Barrier repairs). Without the echo it resends after
+``barrier_echo_rto``: its own ARRIVE may be lost and only it can repair that. With it, its
+arrival is safe: what still holds the barrier is a frame lost between switches or a RELEASE
+lost on its way down, and the switches repair both from any one resend (a resend asks the
+children still missing). So the echoed ranks resend one after another, in member order
+``barrier_stagger`` apart from ``barrier_rto``, and the first resend usually releases them all.
+Outside repair mode every rank runs that ordered timer from the start and its resends ask
+too: the first resend's asks reach a rank whose own ARRIVE was lost, which resends at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from host_agents.transport.config import PeerTimeout
+from host_agents.transport.endpoint import Endpoint
+from host_agents.transport.to_switch import own_switch
+
+
+class ArriveResends:
+    """``send(False)`` now, then ``send(True)`` on the timers above, each backing off to
+    ``barrier_rto_max``, until ``waiter`` completes; after ``timeout`` seconds ``waiter``
+    fails with a PeerTimeout. ``position``: this rank's place among the communicator's
+    members, which orders the slow timers; ``asks_echo``: the ARRIVE asked for the echo (else
+    the slow timer runs from the start)."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        waiter: asyncio.Future[None],
+        send: Callable[[bool], None],
+        timeout: float,
+        what: str,
+        position: int,
+        asks_echo: bool,
+    ) -> None:
+        self.endpoint = endpoint
+        self.waiter = waiter
+        self.send = send
+        self.timeout = timeout
+        self.what = what
+        cfg = endpoint.cfg
+        self.started = endpoint.loop.time()
+        self.deadline = self.started + timeout
+        self.is_recorded = False
+        self.ordered_delay = min(
+            cfg.barrier_rto + position * cfg.barrier_stagger, cfg.barrier_rto_max
+        )
+        self.delay = cfg.barrier_echo_rto if asks_echo else self.ordered_delay
+        self.last_sent = self.started
+        self.timer: asyncio.TimerHandle | None = None
+        waiter.add_done_callback(self._stop)
+
+    def start(self) -> None:
+        self.send(False)
+        if not self.waiter.done():  # an in-process fabric may answer at once
+            self._arm()
+
+    def recorded(self) -> None:
+        """The switch echoed the ARRIVE: from now on only the ordered slow timer runs."""
+        if self.is_recorded or self.waiter.done():
+            return
+        self.is_recorded = True
+        self.delay = self.ordered_delay
+        self._arm()
+
+    def asked(self) -> None:
+        """The switch is at this epoch and has not recorded this rank: resend now, unless it
+        just did (one resend may be asked several times over)."""
+        cfg = self.endpoint.cfg
+        if self.is_recorded or self.waiter.done():
+            return
+        if self.endpoint.loop.time() - self.last_sent >= cfg.barrier_echo_rto / 2:
+            self._expire()
+
+    def _arm(self) -> None:
+        loop = self.endpoint.loop
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = loop.call_at(min(loop.time() + self.delay, self.deadline), self._expire)
+
+    def _expire(self) -> None:
+        if self.waiter.done():
+            return
+        loop = self.endpoint.loop
+        if loop.time() >= self.deadline:
+            switch = own_switch(self.endpoint)
+            self.waiter.set_exception(PeerTimeout(switch, self.what, self.timeout))
+            return
+        self.send(True)
+        self.last_sent = loop.time()
+        self.delay = min(self.delay * 2, self.endpoint.cfg.barrier_rto_max)
+        self._arm()
+
+    def _stop(self, _done: asyncio.Future[None]) -> None:
+        if self.timer is not None:
+            self.timer.cancel()

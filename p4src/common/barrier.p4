@@ -92,11 +92,14 @@ void barrier_classify(in bit<8> op, in epoch_t epoch, in port_num_t in_port,
     }
 }
 
-/* After BarrierState: turn the verdict into a packet to send. */
 /* The ports a repair asks at epoch `epoch`: the children not recorded yet, when the slot
  * released the epoch before (a blocking barrier's only open one). */
 port_bitmap_t barrier_missing(in coll_meta_t meta, in epoch_t epoch) {
-    return epoch - meta.bar_released == 1 ? meta.bar_child_mask & ~meta.bar_arrived : 32w0;
+    port_bitmap_t missing = 0; /* if statements: Tofino's actions cannot test */
+    if (epoch - meta.bar_released == 1) {
+        missing = meta.bar_child_mask & ~meta.bar_arrived;
+    }
+    return missing;
 }
 
 /* After BarrierState: turn the verdict into a packet to send.
@@ -115,7 +118,10 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
         }
         bool repairs = (hdr.coll.flags & FLAG_REPLY_NOW) != 0;
         bool resent = (hdr.coll.flags & FLAG_RETRANSMIT) != 0;
-        port_bitmap_t echo_to = meta.port_role == ROLE_HOST ? meta.in_port_bit : 32w0;
+        port_bitmap_t echo_to = 0;
+        if (meta.port_role == ROLE_HOST) {
+            echo_to = meta.in_port_bit;
+        }
         if (meta.bar_verdict == BARRIER_ANSWER_RELEASE) {
             hdr.coll.op = OP_RELEASE;
             hdr.coll.src_node = meta.my_node; /* every RELEASE names the switch that sent it */
@@ -150,7 +156,10 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.bar_complete == 0 && repairs) {
             hdr.coll.dst_node = hdr.coll.src_node; /* the echo names the host it answers */
             hdr.coll.src_node = meta.my_node;
-            port_bitmap_t asked = resent ? barrier_missing(meta, hdr.coll.epoch) : 32w0;
+            port_bitmap_t asked = 0;
+            if (resent) {
+                asked = barrier_missing(meta, hdr.coll.epoch);
+            }
             if (asked != 0) {
                 meta.out_kind = OUT_MCAST;
                 meta.mcast_children = asked | echo_to;

@@ -454,7 +454,9 @@ def test_a_member_whose_acks_were_lost_tells_its_coroot_the_probe_was_needed() -
     assert all(coroots_of(cluster, n).patience == 1.0 for n in MEMBERS)
 
 
-def test_a_member_that_got_the_segment_while_its_coroot_waited_makes_it_wait_longer() -> None:
+def test_a_member_that_got_the_segment_while_its_coroot_waited_makes_it_wait_longer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A D-SACK held for less than the co-root's wait: the member was slow, not silent, and
     the repair was not needed. On a loaded emulator members lag in bursts far past their
     usual measure: every rank rooting a 1 B broadcast sent 15,386 co-root repairs, nearly
@@ -464,6 +466,10 @@ def test_a_member_that_got_the_segment_while_its_coroot_waited_makes_it_wait_lon
     learning = dataclasses.replace(CONFIG, dsack_learning=True)
     _, cluster = broadcast(lambda link, frame: False, config=learning)
     patient = coroots_of(cluster, coroot)
+    # the clock stands still: patience decays with time, and a loaded machine may pause this
+    # process between the lesson and the assertions for longer than 5% of a half-life
+    now = patient.loop.time()
+    monkeypatch.setattr(patient.loop, "time", lambda: now)
     key = McastKey(ROOT, 1, 1, wire.Tree.INNET)
     slow = key.feedback(
         wire.Op.ACK, member, coroot, seq=SEGMENTS, flags=wire.Flag.DUPLICATE, msg_len=1000

@@ -32,7 +32,9 @@ class ArriveResends:
     ``barrier_rto_max``, until ``waiter`` completes; after ``timeout`` seconds ``waiter``
     fails with a PeerTimeout. ``position``: this rank's place among the communicator's
     members, which orders the slow timers; ``asks_echo``: the ARRIVE asked for the echo (else
-    the slow timer runs from the start)."""
+    the slow timer runs from the start). Timer callbacks on the waiter, not a coroutine: one
+    looping over ``wait_for(shield(...))`` cost every rank a task and several event-loop passes
+    per barrier (docs/performance.md)."""
 
     def __init__(
         self,

@@ -186,16 +186,17 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
 #define TNA_AGG_LANE_IDENTITY(i) \
     hdr.agg.l##i = identity;
 
-/* Access A3 of lane i: one of its four programs, then back to the packet's representation. */
+/* Access A3 of lane i at AggState's slot index: one of its four programs, then back to the
+ * packet's representation. */
 #define TNA_AGG_LANE_EXECUTE(i) \
     if (alu == TNA_AGG_ALU_ADD) { \
-        hdr.agg.l##i = agg_lane_##i##_add.execute(meta.agg_slot); \
+        hdr.agg.l##i = agg_lane_##i##_add.execute(slot); \
     } else if (alu == TNA_AGG_ALU_XOR) { \
-        hdr.agg.l##i = agg_lane_##i##_xor.execute(meta.agg_slot); \
+        hdr.agg.l##i = agg_lane_##i##_xor.execute(slot); \
     } else if (alu == TNA_AGG_ALU_OR) { \
-        hdr.agg.l##i = agg_lane_##i##_or.execute(meta.agg_slot); \
+        hdr.agg.l##i = agg_lane_##i##_or.execute(slot); \
     } else { \
-        hdr.agg.l##i = agg_lane_##i##_umin.execute(meta.agg_slot); \
+        hdr.agg.l##i = agg_lane_##i##_umin.execute(slot); \
     } \
     hdr.agg.l##i = hdr.agg.l##i ^ mask;
 
@@ -288,7 +289,6 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         }
         bit<32> slot = agg_slot_hash.get({hdr.coll.comm_id,
                                           hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
-        meta.agg_slot = slot; /* agg_slot_index */
         meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
         meta.agg_owner = agg_owner(meta.bar_generation);
 

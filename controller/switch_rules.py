@@ -13,7 +13,7 @@ MASK32 = 0xFFFFFFFF
 
 
 def epoch_after(a: int, b: int) -> bool:
-    """common/barrier.p4 epoch_after: a after b modulo 2**16."""
+    """common/barrier.p4 epoch_distance_after(a - b): a after b modulo 2**16."""
     distance = (a - b) & MASK16
     return distance != 0 and distance < 0x8000
 

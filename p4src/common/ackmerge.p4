@@ -28,10 +28,20 @@
 #include "constants.p4"
 #include "headers.p4"
 
-/* The checkpoint fields of a merged ACK: 1 <= k < 2^16, 1 <= cum <= seg_count. */
-bool ack_checkpoint_valid(in headers_t hdr) {
-    return hdr.coll.seg_idx != 0 && hdr.coll.seg_idx <= 0xFFFF && hdr.coll.seq != 0
-        && hdr.coll.seq <= hdr.coll.seg_count;
+/* The checkpoint fields of a merged ACK: 1 <= k < 2^16, 1 <= cum <= seg_count. seq_ceiling is
+ * max(seq, seg_count), computed in an action (meta.ack_seq_ceiling: Tofino's ALU has max, its
+ * gateways compare a field with a constant or with one other field); one test per if, as a
+ * gateway reads at most 4 bytes of fields. */
+bool ack_checkpoint_valid(in headers_t hdr, in bit<32> seq_ceiling) {
+    bool valid = false;
+    if (hdr.coll.seg_idx != 0 && hdr.coll.seg_idx <= 0xFFFF) {
+        if (hdr.coll.seq != 0) {
+            if (seq_ceiling == hdr.coll.seg_count) {
+                valid = true;
+            }
+        }
+    }
+    return valid;
 }
 
 bit<32> ack_cell_index(in bit<16> slot, in bit<32> checkpoint) {
@@ -45,6 +55,8 @@ bit<32> ack_cell_tag(in epoch_t epoch, in bit<8> generation, in bit<32> checkpoi
 }
 
 control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
+    /* Besides the entry, the operands the tests below and AckMergeDecide compare with
+     * constants (a Tofino gateway cannot mask, subtract or order two fields). */
     action merge_acks(bit<16> slot, port_num_t parent_port, port_bitmap_t child_mask,
                       bit<8> generation) {
         meta.ack_found = 1;
@@ -52,6 +64,12 @@ control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
         meta.ack_parent = parent_port;
         meta.ack_child_mask = child_mask;
         meta.ack_generation = generation;
+        meta.in_child = child_mask & meta.in_port_bit;
+        /* the children on ports below this one: none when it is the leader (lowest child) */
+        meta.ack_children_below = child_mask & meta.in_ports_below;
+        /* max (Tofino's ALU has it): an order of two fields, tested as an equality */
+        meta.ack_seq_ceiling = (hdr.coll.seq > hdr.coll.seg_count) ? hdr.coll.seq
+                                                                   : hdr.coll.seg_count;
     }
 
     action no_merge() {
@@ -71,13 +89,20 @@ control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
 
     apply {
         ack_merge.apply();
-        if (meta.ack_found == 0 || meta.ack_slot >= NETCOLL_ACK_SLOTS || meta.ack_parent == 0
-                || meta.ack_child_mask == 0) {
-            /* no entry, or one naming a slot the program does not have: never index with it */
+        /* no entry, or one naming a slot the program does not have: never index with it */
+        bool configured = false;
+        if (meta.ack_found == 1 && meta.ack_slot < NETCOLL_ACK_SLOTS) {
+            if (meta.ack_parent != 0) {
+                if (meta.ack_child_mask != 0) {
+                    configured = true;
+                }
+            }
+        }
+        if (!configured) {
             meta.drop_reason = DROP_ACK_UNCONFIGURED;
-        } else if ((meta.ack_child_mask & meta.in_port_bit) == 0) {
+        } else if (meta.in_child == 0) {
             meta.drop_reason = DROP_ACK_NOT_CHILD;
-        } else if (!ack_checkpoint_valid(hdr)) {
+        } else if (!ack_checkpoint_valid(hdr, meta.ack_seq_ceiling)) {
             meta.drop_reason = DROP_ACK_RANGE;
         }
     }
@@ -91,21 +116,36 @@ bit<32> ack_cum_merge(in bit<32> stored_tag, in bit<32> stored_cum, in bit<32> t
 }
 
 /* Does this ACK go up, given the cell's bitmap before it? When it completes the cell, or
- * repeats the leader child's checkpoint at a complete cell. */
-bool ack_sends_up(in port_bitmap_t previous, in port_bitmap_t in_port_bit,
-                  in port_bitmap_t child_mask) {
-    port_bitmap_t leader = child_mask & (~child_mask + 1); /* the lowest child port's bit */
-    return (previous | in_port_bit) == child_mask
-        && (previous != child_mask || in_port_bit == leader);
+ * repeats the leader child's checkpoint at a complete cell (the leader: the lowest child
+ * port, no children below it). with_in is previous | in_port_bit, computed in an action. */
+bool ack_sends_up(in port_bitmap_t previous, in port_bitmap_t with_in,
+                  in port_bitmap_t child_mask, in port_bitmap_t children_below) {
+    bool sends_up = false;
+    if (with_in == child_mask) {
+        if (previous != child_mask) {
+            sends_up = true; /* this ACK completes the cell */
+        } else if (children_below == 0) {
+            sends_up = true; /* the leader's repeat */
+        }
+    }
+    return sends_up;
 }
 
 /* After AckState: one ACK up the parent port when the cell completes, or the leader repeats. */
 control AckMergeDecide(inout headers_t hdr, inout coll_meta_t meta) {
+    /* in an action: assigned in the apply block, the value would be propagated back into the
+     * test (p4c's LocalCopyPropagation), which a Tofino gateway cannot evaluate */
+    action compute_cell_with_this_ack() {
+        meta.with_in = meta.ack_previous | meta.in_port_bit;
+    }
+
     apply {
         if (meta.drop_reason != DROP_NONE) {
             return;
         }
-        if (!ack_sends_up(meta.ack_previous, meta.in_port_bit, meta.ack_child_mask)) {
+        compute_cell_with_this_ack();
+        if (!ack_sends_up(meta.ack_previous, meta.with_in, meta.ack_child_mask,
+                          meta.ack_children_below)) {
             /* recorded: waits for the other children, or a repeat only the leader passes on */
             meta.drop_reason = DROP_ABSORBED;
         } else {

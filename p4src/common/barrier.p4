@@ -12,9 +12,16 @@
 #include "constants.p4"
 #include "headers.p4"
 
-/* RFC 1982: is a after b, modulo 2^16? */
-bool epoch_after(in epoch_t a, in epoch_t b) {
-    epoch_t distance = a - b;
+/* Given ahead = epoch - released: is epoch - 1 after released (a switch asked about epoch
+ * missed the RELEASE of the epoch before)? epoch_distance_after(ahead - 1), as ranges. */
+bool barrier_missed_previous_release(in epoch_t ahead) {
+    return ahead > 1 && ahead <= 0x8000;
+}
+
+/* RFC 1982 modulo 2^16, given distance = a - b: is epoch a after epoch b? The caller subtracts
+ * in an action (meta.bar_ahead is the packet's epoch - bar_released): a Tofino gateway tests a
+ * field against constants, it cannot subtract. */
+bool epoch_distance_after(in epoch_t distance) {
     return distance != 0 && distance < 0x8000;
 }
 
@@ -53,7 +60,8 @@ port_bitmap_t barrier_cell_arrivals(in barrier_cell_t cell, in bit<32> tag) {
 
 /* Is this RELEASE one the slot's parent may send (configured slot, not the root, from the
  * parent port)? Only such a RELEASE can advance the released epoch, so an architecture that
- * must pick the released register's single access before classifying asks this first. */
+ * must pick the released register's single access before classifying asks this first
+ * (barrier_classify makes the same tests). */
 bool barrier_release_from_parent(in bit<8> op, in port_num_t in_port,
                                  in port_bitmap_t child_mask, in port_num_t parent_port) {
     return child_mask != 0 && op == OP_RELEASE && parent_port != 0 && in_port == parent_port;
@@ -61,45 +69,34 @@ bool barrier_release_from_parent(in bit<8> op, in port_num_t in_port,
 
 /* What to do with an ARRIVE or RELEASE, from the slot's configuration and released epoch.
  * verdict is BARRIER_COUNT, BARRIER_ANSWER_RELEASE or BARRIER_ADVANCE; otherwise reason says
- * why the packet is dropped. */
-void barrier_classify(in bit<8> op, in epoch_t epoch, in port_num_t in_port,
-                      in port_bitmap_t in_port_bit, in port_bitmap_t child_mask,
-                      in port_num_t parent_port, in epoch_t released,
-                      out bit<8> verdict, out bit<8> reason) {
+ * why the packet is dropped. The caller computes, in actions, in_child = child_mask &
+ * in_port_bit and ahead = epoch - released (meta.in_child, meta.bar_ahead). */
+void barrier_classify(in bit<8> op, in epoch_t ahead, in port_num_t in_port,
+                      in port_bitmap_t in_child, in port_bitmap_t child_mask,
+                      in port_num_t parent_port, out bit<8> verdict, out bit<8> reason) {
     verdict = 0;
     reason = DROP_NONE;
-    epoch_t ahead = epoch - released;
     if (child_mask == 0) {
         reason = DROP_BARRIER_UNCONFIGURED;
     } else if (op == OP_ARRIVE) {
-        if ((child_mask & in_port_bit) == 0) {
+        if (in_child == 0) {
             reason = DROP_NOT_CHILD;
-        } else if (!epoch_after(epoch, released)) {
+        } else if (!epoch_distance_after(ahead)) {
             verdict = BARRIER_ANSWER_RELEASE; /* late or retransmitted ARRIVE */
         } else if (ahead > NETCOLL_BARRIER_WINDOW) {
             reason = DROP_OUT_OF_WINDOW;
         } else {
             verdict = BARRIER_COUNT;
         }
+    } else if (op != OP_RELEASE || parent_port == 0) {
+        reason = DROP_NOT_PARENT; /* barrier_release_from_parent, one test at a time: a */
+    } else if (in_port != parent_port) { /* Tofino gateway reads at most 4 bytes of fields */
+        reason = DROP_NOT_PARENT;
+    } else if (!epoch_distance_after(ahead)) {
+        reason = DROP_STALE_RELEASE;
     } else {
-        if (!barrier_release_from_parent(op, in_port, child_mask, parent_port)) {
-            reason = DROP_NOT_PARENT;
-        } else if (!epoch_after(epoch, released)) {
-            reason = DROP_STALE_RELEASE;
-        } else {
-            verdict = BARRIER_ADVANCE;
-        }
+        verdict = BARRIER_ADVANCE;
     }
-}
-
-/* The ports a repair asks at epoch `epoch`: the children not recorded yet, when the slot
- * released the epoch before (a blocking barrier's only open one). */
-port_bitmap_t barrier_missing(in coll_meta_t meta, in epoch_t epoch) {
-    port_bitmap_t missing = 0; /* if statements: Tofino's actions cannot test */
-    if (epoch - meta.bar_released == 1) {
-        missing = meta.bar_child_mask & ~meta.bar_arrived;
-    }
-    return missing;
 }
 
 /* After BarrierState: turn the verdict into a packet to send.
@@ -118,9 +115,15 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
         }
         bool repairs = (hdr.coll.flags & FLAG_REPLY_NOW) != 0;
         bool resent = (hdr.coll.flags & FLAG_RETRANSMIT) != 0;
-        port_bitmap_t echo_to = 0;
-        if (meta.port_role == ROLE_HOST) {
-            echo_to = meta.in_port_bit;
+        /* a host's ARRIVE is echoed to its port, in_port_bit (never 0 here: Classify drops
+         * packets from ports without a bit) */
+        bool from_host = meta.port_role == ROLE_HOST;
+        /* the ports a repair asks, held where a multicast takes them (no other bitmap is live
+         * at once: Tofino's PHV has few 32-bit containers): the children not recorded yet, when
+         * the slot released the epoch before (a blocking barrier's only open one) */
+        meta.mcast_children = 0;
+        if (meta.bar_ahead == 1) {
+            meta.mcast_children = meta.bar_child_mask & ~meta.bar_arrived;
         }
         if (meta.bar_verdict == BARRIER_ANSWER_RELEASE) {
             hdr.coll.op = OP_RELEASE;
@@ -132,23 +135,21 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
             meta.mcast_children = meta.bar_child_mask;
             meta.filter_children = 1;
         } else if (meta.bar_verdict == BARRIER_ASKED) {
-            epoch_t previous = hdr.coll.epoch - 1;
             hdr.coll.src_node = meta.my_node;
             hdr.coll.flags = hdr.coll.flags & ~FLAG_RETRANSMIT; /* an answer asks nothing */
-            if (epoch_after(previous, meta.bar_released)) {
+            if (barrier_missed_previous_release(meta.bar_ahead)) {
                 /* this switch missed RELEASE(previous): release its subtree now */
                 hdr.coll.op = OP_RELEASE;
-                hdr.coll.epoch = previous;
+                hdr.coll.epoch = hdr.coll.epoch - 1;
                 meta.out_kind = OUT_MCAST;
                 meta.mcast_children = meta.bar_child_mask;
                 meta.filter_children = 1;
-            } else if (previous != meta.bar_released) {
+            } else if (meta.bar_ahead != 1) {
                 meta.drop_reason = DROP_STALE_RELEASE; /* released since */
             } else if (meta.bar_complete == 1) {
                 meta.out_kind = OUT_REPLY; /* the ARRIVE the parent missed, up again */
-            } else if (barrier_missing(meta, hdr.coll.epoch) != 0) {
-                meta.out_kind = OUT_MCAST;
-                meta.mcast_children = barrier_missing(meta, hdr.coll.epoch);
+            } else if (meta.mcast_children != 0) {
+                meta.out_kind = OUT_MCAST; /* to the children missing */
                 meta.filter_children = 1;
             } else {
                 meta.drop_reason = DROP_ABSORBED;
@@ -156,15 +157,16 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.bar_complete == 0 && repairs) {
             hdr.coll.dst_node = hdr.coll.src_node; /* the echo names the host it answers */
             hdr.coll.src_node = meta.my_node;
-            port_bitmap_t asked = 0;
-            if (resent) {
-                asked = barrier_missing(meta, hdr.coll.epoch);
+            if (!resent) {
+                meta.mcast_children = 0; /* only a resent ARRIVE asks */
             }
-            if (asked != 0) {
-                meta.out_kind = OUT_MCAST;
-                meta.mcast_children = asked | echo_to;
+            if (meta.mcast_children != 0) {
+                meta.out_kind = OUT_MCAST; /* to the children missing, and the echo */
+                if (from_host) {
+                    meta.mcast_children = meta.mcast_children | meta.in_port_bit;
+                }
                 meta.filter_children = 1;
-            } else if (echo_to != 0) {
+            } else if (from_host) {
                 meta.out_kind = OUT_REPLY;
             } else {
                 meta.drop_reason = DROP_ABSORBED;
@@ -178,18 +180,27 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
             meta.out_kind = OUT_MCAST;
             meta.mcast_children = meta.bar_child_mask;
             meta.filter_children = 1;
-        } else if (repairs && echo_to != 0 && meta.bar_parent_bit != 0) {
-            /* complete here (or a duplicate after completion): one ARRIVE upward, its echo back */
-            hdr.coll.dst_node = hdr.coll.src_node;
-            hdr.coll.src_node = meta.my_node;
-            meta.out_kind = OUT_MCAST;
-            meta.mcast_children = meta.bar_parent_bit | echo_to;
-            meta.filter_children = 1;
         } else {
-            /* complete here, or a duplicate after completion: (re)send one ARRIVE upward */
-            hdr.coll.src_node = meta.my_node;
-            meta.out_kind = OUT_UNICAST;
-            meta.out_port = meta.bar_parent;
+            /* complete here, or a duplicate after completion: (re)send one ARRIVE upward, and
+             * to a host that asked, its echo with it (where the shim knows the parent's bit).
+             * Nested tests: each gateway reads at most 4 bytes of fields. */
+            bool with_echo = false;
+            if (repairs && from_host) {
+                if (meta.bar_parent_bit != 0) {
+                    with_echo = true;
+                }
+            }
+            if (with_echo) {
+                hdr.coll.dst_node = hdr.coll.src_node;
+                hdr.coll.src_node = meta.my_node;
+                meta.out_kind = OUT_MCAST;
+                meta.mcast_children = meta.bar_parent_bit | meta.in_port_bit;
+                meta.filter_children = 1;
+            } else {
+                hdr.coll.src_node = meta.my_node;
+                meta.out_kind = OUT_UNICAST;
+                meta.out_port = meta.bar_parent;
+            }
         }
     }
 }

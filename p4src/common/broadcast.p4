@@ -83,12 +83,20 @@ control BroadcastDecide(in headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
-/* Replication from a child bitmap (slot trees, barrier releases) picks its group here. */
+/* Replication from a child bitmap (slot trees, barrier releases) picks its group here.
+ * One group per port subset (group = base + child bitmap) is v1model's alternative to the
+ * all-ports group filtered in egress; an architecture that defines NETCOLL_NO_SUBSET_GROUPS
+ * has only the all-ports group. Tofino does (its control plane refuses the subset layout,
+ * controller/tofino/bfrt.py): adding the low half of a 32-bit bitmap to a 16-bit group id
+ * splits every port bitmap the program moves into 16-bit PHV slices, and PHV allocation then
+ * fails (p4c-barefoot 1.2.5.16). */
 control ChildReplication(inout coll_meta_t meta) {
+#ifndef NETCOLL_NO_SUBSET_GROUPS
     action subset_groups(bit<16> base) {
         meta.replication_mode = REPLICATION_SUBSET_GROUPS;
         meta.replication_group = base;
     }
+#endif
 
     action all_ports_group(bit<16> group) {
         meta.replication_mode = REPLICATION_ALL_PORTS;
@@ -96,7 +104,11 @@ control ChildReplication(inout coll_meta_t meta) {
     }
 
     table mp_replication {
+#ifndef NETCOLL_NO_SUBSET_GROUPS
         actions = { subset_groups; all_ports_group; }
+#else
+        actions = { all_ports_group; }
+#endif
         default_action = all_ports_group(0);
         size = 1;
     }
@@ -107,8 +119,10 @@ control ChildReplication(inout coll_meta_t meta) {
             /* the control plane has not installed replication groups yet */
             meta.out_kind = OUT_DROP;
             meta.drop_reason = DROP_EMPTY_TREE;
+#ifndef NETCOLL_NO_SUBSET_GROUPS
         } else if (meta.replication_mode == REPLICATION_SUBSET_GROUPS) {
             meta.mcast_grp = meta.replication_group + (bit<16>) meta.mcast_children;
+#endif
         } else {
             meta.mcast_grp = meta.replication_group;
         }

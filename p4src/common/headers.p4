@@ -83,6 +83,7 @@ struct coll_meta_t {
     /* filled by the architecture shim before the shared logic runs */
     port_num_t in_port;
     port_bitmap_t in_port_bit; /* one-hot child bit of in_port, 0 when out of range */
+    port_bitmap_t in_ports_below; /* in_port_bit - 1: the child bits of the lower ports */
     bit<32> frame_len; /* bytes on the wire; 0 when the architecture cannot tell */
     bit<1> parse_error;
 
@@ -122,6 +123,8 @@ struct coll_meta_t {
     port_bitmap_t bar_arrived;
     bit<8> bar_verdict;
     bit<1> bar_complete;
+    /* operands of the barrier's tests (see in_child) */
+    epoch_t bar_ahead; /* the packet's epoch - bar_released (RFC 1982 distance; operand) */
 
     /* reduction (common/reduce.p4): the chunk's slot and key, what the slot said, the verdict */
     bit<32> agg_slot;
@@ -131,6 +134,7 @@ struct coll_meta_t {
     port_bitmap_t agg_previous; /* agg_arrived before this packet (0 for a fresh slot) */
     bit<8> agg_verdict;
     bit<8> agg_lane_mode;
+    bit<32> agg_chunks_left; /* seg_count - seg_idx, 1 for an instance's last chunk (operand) */
 
     /* switch-merged ACKs (common/ackmerge.p4): the slot's entry, and the cell after the ACK */
     bit<1> ack_found;
@@ -140,10 +144,21 @@ struct coll_meta_t {
     bit<8> ack_generation;
     port_bitmap_t ack_previous; /* the cell's child bitmap before this ACK */
     bit<32> ack_cum;            /* the cell's lowest cum with this ACK: what goes up */
+    /* operands of AckMergeLookup's and ack_sends_up's tests (see in_child) */
+    port_bitmap_t ack_children_below; /* ack_child_mask & in_ports_below */
+    bit<32> ack_seq_ceiling;          /* max(seq, seg_count) */
+
+    /* Operands of the decisions' tests, computed in actions before the tests: a Tofino
+     * gateway compares a field with a constant or with one other field; it cannot mask one
+     * field with another, subtract, or order two fields (docs/porting-to-tofino.md). These
+     * two serve the barrier, the reduction and the merged ACKs alike: no packet is two. */
+    port_bitmap_t in_child; /* the tree's child mask & in_port_bit */
+    port_bitmap_t with_in;  /* what the slot or cell held before this packet | in_port_bit */
 
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;
     bit<8> mp_status;
+    bit<32> mp_ahead; /* the offered generation - the stored one (mp_generation_status) */
 
     /* Architecture-private: written by a shim for its own state controls, never read by the
      * shared logic (v1model leaves them 0). On Tofino: the registers live in another pipe
@@ -154,6 +169,8 @@ struct coll_meta_t {
     bit<1> arch_commit_pass;
     bit<16> arch_commit_generation;
     bit<32> arch_cell_tag;
+    bit<32> arch_agg_tag_ahead; /* the reduction's tag - the stored one (AggState) */
+    bit<32> arch_seg_idx;       /* seg_idx copied through the hash unit (BarrierState) */
 }
 
 #endif /* NETCOLL_HEADERS_P4 */

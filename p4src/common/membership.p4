@@ -12,19 +12,20 @@
 #include "constants.p4"
 #include "headers.p4"
 
-/* Serial comparison of 32-bit generations: is `offered` newer than `stored`? This alone decides
- * whether an MP write is applied, so a register update that cannot compute a status (Tofino's
- * RegisterAction) uses it as its condition and agrees with mp_generation_status. */
-bool generation_is_newer(in bit<32> offered, in bit<32> stored) {
-    bit<32> ahead = offered - stored;
-    return ahead != 0 && ahead < 0x80000000;
+/* Serial comparison of 32-bit generations (RFC 1982): is the offered generation newer than the
+ * stored one, given ahead = offered - stored? This alone decides whether an MP write is
+ * applied, so a register update that cannot compute a status (Tofino's RegisterAction) uses
+ * the same test as its condition and agrees with mp_generation_status. The caller subtracts
+ * (in an action): a Tofino gateway tests a field, not a difference. */
+bool generation_ahead_is_newer(in bit<32> ahead) {
+    return ahead != 0 && ahead[31:31] == 0;
 }
 
-bit<8> mp_generation_status(in bit<32> offered, in bit<32> stored) {
+bit<8> mp_generation_status(in bit<32> ahead) {
     bit<8> status = MP_STATUS_STALE; /* if statements: Tofino's actions cannot test */
-    if (offered == stored) {
+    if (ahead == 0) {
         status = MP_STATUS_DUPLICATE;
-    } else if (generation_is_newer(offered, stored)) {
+    } else if (generation_ahead_is_newer(ahead)) {
         status = MP_STATUS_OK;
     }
     return status;

@@ -78,20 +78,28 @@ port_bitmap_t agg_arrivals_before(in bit<8> relation, in port_bitmap_t stored) {
 /* A REDUCE opens an instance only within the barrier window after the released epoch, as an
  * ARRIVE does: one far ahead would take its slot as FRESH and every honest, older contribution
  * would then be dropped as stale. An epoch not after released is a late contribution (answered
- * from the slot, or stale); a RESULT comes from the parent, which checked it. */
-bool agg_epoch_in_window(in bit<8> op, in epoch_t epoch, in epoch_t released) {
-    epoch_t ahead = epoch - released;
-    return op != OP_REDUCE || !epoch_after(epoch, released) || ahead <= NETCOLL_BARRIER_WINDOW;
+ * from the slot, or stale); a RESULT comes from the parent, which checked it. ahead is
+ * epoch - released (meta.bar_ahead): out of the window when it is after released
+ * (epoch_distance_after) by more than the window. */
+bool agg_epoch_in_window(in bit<8> op, in epoch_t ahead) {
+    bool in_window = true;
+    if (op == OP_REDUCE) {
+        if (ahead > NETCOLL_BARRIER_WINDOW && ahead < 0x8000) {
+            in_window = false;
+        }
+    }
+    return in_window;
 }
 
-/* Before the slot: may this port send this op on the communicator's tree? */
-bit<8> agg_admission_reason(in bit<8> op, in port_num_t in_port, in port_bitmap_t in_port_bit,
+/* Before the slot: may this port send this op on the communicator's tree? in_child is
+ * child_mask & in_port_bit (meta.in_child), computed in an action. */
+bit<8> agg_admission_reason(in bit<8> op, in port_num_t in_port, in port_bitmap_t in_child,
                             in port_bitmap_t child_mask, in port_num_t parent_port) {
     bit<8> reason = DROP_NONE;
     if (child_mask == 0) {
         reason = DROP_BARRIER_UNCONFIGURED;
     } else if (op == OP_REDUCE) {
-        if ((child_mask & in_port_bit) == 0) {
+        if (in_child == 0) {
             reason = DROP_NOT_CHILD;
         }
     } else if (parent_port == 0 || in_port != parent_port) {
@@ -101,22 +109,32 @@ bit<8> agg_admission_reason(in bit<8> op, in port_num_t in_port, in port_bitmap_
 }
 
 /* What to do with a REDUCE or RESULT that is not stale, from agg_arrived before it. verdict is
- * one of AGG_*; lane_mode says what happens to the slot's lanes; reason is set for a drop. */
+ * one of AGG_*; lane_mode says what happens to the slot's lanes; reason is set for a drop.
+ * The caller computes with_in = previous | in_port_bit in an action (meta.with_in; the child
+ * was counted already when that equals previous): a Tofino gateway cannot combine two
+ * fields, and reads at most 4 bytes of fields, so one test per if. */
 void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
-                  in port_bitmap_t in_port_bit, in port_bitmap_t child_mask,
-                  in port_num_t parent_port, out bit<8> verdict, out bit<8> lane_mode,
-                  out bit<8> reason) {
+                  in port_bitmap_t with_in, in port_bitmap_t child_mask, in port_num_t parent_port, out bit<8> verdict,
+                  out bit<8> lane_mode, out bit<8> reason) {
     verdict = 0;
     lane_mode = AGG_LANES_NONE;
     reason = DROP_NONE;
+    /* late or repeated contribution: the result is here */
+    bool answer = false;
+    if ((previous & AGG_RESULT_KNOWN) != 0) {
+        answer = true;
+    } else if (parent_port == 0) {
+        if (previous == child_mask) {
+            answer = true;
+        }
+    }
     if (op == OP_RESULT) {
         verdict = AGG_DISTRIBUTE;
         lane_mode = AGG_LANES_SET;
-    } else if ((previous & AGG_RESULT_KNOWN) != 0
-            || (parent_port == 0 && previous == child_mask)) {
-        verdict = AGG_ANSWER; /* late or repeated contribution: the result is here */
+    } else if (answer) {
+        verdict = AGG_ANSWER;
         lane_mode = AGG_LANES_READ;
-    } else if ((previous & in_port_bit) != 0) {
+    } else if (with_in == previous) {
         if (previous == child_mask) {
             verdict = AGG_SEND_UP; /* complete, no result yet: the partial may have been lost */
             lane_mode = AGG_LANES_READ;
@@ -128,7 +146,7 @@ void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
         if (relation == AGG_KEY_FRESH) {
             lane_mode = AGG_LANES_SET;
         }
-        if ((previous | in_port_bit) != child_mask) {
+        if (with_in != child_mask) {
             verdict = AGG_ABSORB;
         } else if (parent_port == 0) {
             verdict = AGG_DISTRIBUTE; /* the root completed: the aggregate is the result */
@@ -141,9 +159,10 @@ void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
 /* Instances are numbered by the communicator's barrier epochs, so a reduction moves the barrier
  * slot's released epoch on like a barrier does (keeping later barriers inside their window):
  * when this switch sends the RESULT of an instance's last chunk (seg_idx + 1 = seg_count) down
- * the tree, released := epoch if epoch is newer (epoch_after, common/barrier.p4). The caller
- * passes chunks_from_here = seg_count - seg_idx (1: the last chunk), computed in an action:
- * Tofino's gateways compare a field with a constant but cannot subtract. */
+ * the tree, released := epoch if epoch is newer (epoch_distance_after, common/barrier.p4).
+ * The caller passes chunks_from_here = seg_count - seg_idx (1: the last chunk), computed in an
+ * action (meta.agg_chunks_left): a Tofino gateway compares a field with a constant but cannot
+ * subtract, and comparing seg_idx with another field would tie the two fields' PHV slicing. */
 bool agg_releases_epoch(in bit<8> verdict, in bit<32> chunks_from_here) {
     return verdict == AGG_DISTRIBUTE && chunks_from_here == 1;
 }

@@ -96,6 +96,7 @@ struct tna_egress_meta_t {
     coll_meta_t coll; /* only the replica-rule fields, rebuilt from the bridge header */
     port_num_t egress_port; /* logical */
     port_bitmap_t egress_port_bit;
+    port_bitmap_t egress_port_in_children; /* egress_port_bit & the bridged child bitmap */
 }
 
 #endif /* NETCOLL_TNA_HEADERS_P4 */

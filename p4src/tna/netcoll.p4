@@ -14,6 +14,9 @@
  * Build and checks: make build-tna; design: docs/porting-to-tofino.md.
  */
 #include <core.p4>
+/* children's replicas always come from the all-ports group, filtered in egress (the subset
+ * layout is refused by controller/tofino/bfrt.py; common/broadcast.p4 says why it is out) */
+#define NETCOLL_NO_SUBSET_GROUPS
 #if __TARGET_TOFINO__ == 2
 #include <t2na.p4>
 #else
@@ -154,6 +157,52 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         size = NETCOLL_MAX_PORTS;
     }
 
+    /* Logical port p -> the child bits of ports 1 .. p - 1 (in_port_bit - 1): a constant table,
+     * as a subtraction on the port bitmap would keep it in one container, which the bitmap's
+     * PHV slicing does not allow (p4c-barefoot 1.2.5.16). */
+    action ports_below(port_bitmap_t below) {
+        md.coll.in_ports_below = below;
+    }
+    table ingress_ports_below {
+        key = { md.coll.in_port : exact @name("port"); }
+        actions = { ports_below; }
+        const entries = {
+            1: ports_below(0x00000000);
+            2: ports_below(0x00000001);
+            3: ports_below(0x00000003);
+            4: ports_below(0x00000007);
+            5: ports_below(0x0000000F);
+            6: ports_below(0x0000001F);
+            7: ports_below(0x0000003F);
+            8: ports_below(0x0000007F);
+            9: ports_below(0x000000FF);
+            10: ports_below(0x000001FF);
+            11: ports_below(0x000003FF);
+            12: ports_below(0x000007FF);
+            13: ports_below(0x00000FFF);
+            14: ports_below(0x00001FFF);
+            15: ports_below(0x00003FFF);
+            16: ports_below(0x00007FFF);
+            17: ports_below(0x0000FFFF);
+            18: ports_below(0x0001FFFF);
+            19: ports_below(0x0003FFFF);
+            20: ports_below(0x0007FFFF);
+            21: ports_below(0x000FFFFF);
+            22: ports_below(0x001FFFFF);
+            23: ports_below(0x003FFFFF);
+            24: ports_below(0x007FFFFF);
+            25: ports_below(0x00FFFFFF);
+            26: ports_below(0x01FFFFFF);
+            27: ports_below(0x03FFFFFF);
+            28: ports_below(0x07FFFFFF);
+            29: ports_below(0x0FFFFFFF);
+            30: ports_below(0x1FFFFFFF);
+            31: ports_below(0x3FFFFFFF);
+        }
+        const default_action = ports_below(0);
+        size = NETCOLL_MAX_PORTS;
+    }
+
     apply {
         /* Where the packet entered the switch, in logical port numbers: a steered packet says
          * so in its steer header, a resubmitted one in its resubmit data, any other packet's
@@ -170,6 +219,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
             md.coll.in_port = (port_num_t) hdr.port_md.logical_port;
             md.coll.in_port_bit = hdr.port_md.port_bit;
         }
+        ingress_ports_below.apply();
         md.coll.frame_len = 0; /* TNA ingress has no packet length: the check is skipped */
         /* if statements, not conditional expressions: Tofino's actions cannot test */
         md.coll.parse_error = 0;
@@ -301,11 +351,13 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
     action set_logical_port(port_num_t port, port_bitmap_t port_bit) {
         md.egress_port = port;
         md.egress_port_bit = port_bit;
+        md.egress_port_in_children = port_bit & hdr.bridge.mcast_children;
     }
 
     action not_a_netcoll_port() {
         md.egress_port = 0;
         md.egress_port_bit = 0;
+        md.egress_port_in_children = 0;
     }
 
     /* Dev port -> logical port and its one-hot child bit (Tofino has no variable shift). */
@@ -335,7 +387,7 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
                 if ((hdr.bridge.flags & BRIDGE_FLAG_PRUNE_INGRESS) != 0) {
                     md.coll.prune_ingress = 1;
                 }
-                reason = replica_drop_reason(md.coll, md.egress_port, md.egress_port_bit);
+                reason = replica_drop_reason(md.coll, md.egress_port, md.egress_port_in_children);
             }
             if (reason != DROP_NONE) {
                 egress_drop_reasons.count((bit<32>) reason);

@@ -8,10 +8,11 @@
  *   an earlier one returned, never the reverse);
  * - a RegisterAction body is a stateful ALU program: at most two comparisons, add/subtract,
  *   and/or, one value returned. The bodies are written as the ALU's own conditionals, each with
- *   the semantics of the shared function of common/ it names (generation_is_newer,
- *   epoch_after, barrier_arrivals_*, ack_cum_merge, agg_*): a body that calls the function is
- *   inlined into temporaries the ALU cannot hold;
- * - actions cannot test: conditions are if statements, never c ? a : b;
+ *   the semantics of the shared function of common/ it names (generation_ahead_is_newer,
+ *   epoch_distance_after, barrier_arrivals_*, ack_cum_merge, agg_*): a body that calls the
+ *   function is inlined into temporaries the ALU cannot hold;
+ * - actions cannot test: conditions are if statements, never c ? a : b (but max(a, b) as
+ *   (a > b) ? a : b, which the ALU has);
  * - registers and counters are indexed through the hash unit (index_bits.p4);
  * - registers are per pipe: only the state pipe's copies are used. A pass in another pipe
  *   touches none, returns STATE_NEXT_PASS and is steered there by the shim;
@@ -47,12 +48,14 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
             result = stored;
         }
     };
-    /* An MP write: take the offered generation if newer; return the stored one, from which
-     * mp_generation_status tells OK / DUPLICATE / STALE exactly as this condition decided. */
+    /* An MP write: take the offered generation if newer; return offered - stored, from which
+     * mp_generation_status tells OK / DUPLICATE / STALE exactly as this condition decided
+     * (the subtraction here, not in the match-action ALU: that would tie the PHV slicing of
+     * the MP header to the register's output). */
     RegisterAction<bit<32>, bit<32>, bit<32>>(tree_generation) tree_generation_offer = {
-        void apply(inout bit<32> stored, out bit<32> previous) {
-            previous = stored;
-            if ((int<32>) (hdr.mp.generation - stored) > 0) { /* generation_is_newer */
+        void apply(inout bit<32> stored, out bit<32> ahead) {
+            ahead = hdr.mp.generation - stored;
+            if ((int<32>) (hdr.mp.generation - stored) > 0) { /* generation_ahead_is_newer */
                 stored = hdr.mp.generation;
             }
         }
@@ -99,8 +102,8 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
         /* access 1: tree_generation (not touched by a broadcast) */
         bit<32> generation = 0;
         if (mp_write) {
-            generation = tree_generation_offer.execute(slot);
-            meta.mp_status = mp_generation_status(hdr.mp.generation, generation);
+            meta.mp_ahead = tree_generation_offer.execute(slot);
+            meta.mp_status = mp_generation_status(meta.mp_ahead);
         } else if (mp_read) {
             generation = tree_generation_read.execute(slot);
             meta.mp_status = MP_STATUS_OK;
@@ -223,8 +226,8 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         }
     };
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_key) agg_key_claim = {
-        void apply(inout bit<32> stored, out bit<32> previous) {
-            previous = stored;
+        void apply(inout bit<32> stored, out bit<32> ahead) {
+            ahead = meta.agg_tag - stored; /* agg_tag_after's distance, for the relation */
             /* FRESH here: the owner changed (set from agg_owner_take) */
             if (meta.agg_relation == AGG_KEY_FRESH || (int<32>) (meta.agg_tag - stored) > 0) {
                 stored = meta.agg_tag;
@@ -281,8 +284,15 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         size = 8;
     }
 
+    /* Operands of the decisions' tests, computed in actions: an assignment in the apply block
+     * is propagated into the condition that reads it (p4c's LocalCopyPropagation), where a
+     * gateway cannot subtract or combine two fields; after an action the value is unknown. */
+    action compute_arrival_operands() {
+        meta.with_in = meta.agg_previous | meta.in_port_bit;
+    }
+
     apply {
-        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
+        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_child,
                                                 meta.bar_child_mask, meta.bar_parent);
         if (meta.drop_reason != DROP_NONE) {
             return;
@@ -297,13 +307,17 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         if (agg_owner_take.execute(slot) != meta.agg_owner) {
             meta.agg_relation = AGG_KEY_FRESH;
         }
-        bit<32> stored_tag = agg_key_claim.execute(slot);
-        if (meta.agg_relation == AGG_KEY_FRESH || (int<32>) (meta.agg_tag - stored_tag) > 0) {
-            meta.agg_relation = AGG_KEY_FRESH;
-        } else if (stored_tag == meta.agg_tag) {
-            meta.agg_relation = AGG_KEY_SAME;
-        } else {
-            meta.agg_relation = AGG_KEY_STALE;
+        /* agg_tag_after(tag, stored) as a test of the difference's sign, which a gateway can
+         * make (it cannot subtract) */
+        meta.arch_agg_tag_ahead = agg_key_claim.execute(slot);
+        if (meta.agg_relation != AGG_KEY_FRESH) {
+            if (meta.arch_agg_tag_ahead == 0) {
+                meta.agg_relation = AGG_KEY_SAME;
+            } else if (meta.arch_agg_tag_ahead[31:31] == 0) {
+                meta.agg_relation = AGG_KEY_FRESH;
+            } else {
+                meta.agg_relation = AGG_KEY_STALE;
+            }
         }
         if (meta.agg_relation == AGG_KEY_STALE) {
             meta.drop_reason = DROP_AGG_STALE;
@@ -314,9 +328,10 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             } else {
                 meta.agg_previous = agg_arrived_contribute.execute(slot);
             }
-            agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_bit,
-                         meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
-                         meta.agg_lane_mode, meta.drop_reason);
+            compute_arrival_operands();
+            agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.with_in,
+                         meta.bar_child_mask, meta.bar_parent,
+                         meta.agg_verdict, meta.agg_lane_mode, meta.drop_reason);
 
             /* access A3: every lane register, the same program on each */
             if (meta.agg_lane_mode != AGG_LANES_NONE) {
@@ -341,6 +356,7 @@ const bit<2> RELEASED_ACCESS_WRITE = 3;
 control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     AggState() agg_state;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) barrier_cell_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) seg_idx_copy; /* compute_chunks_left */
     Register<bit<32>, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_generation;
     Register<port_bitmap_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_child_mask;
     Register<port_num_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_parent;
@@ -352,10 +368,11 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             result = stored;
         }
     };
+    /* As tree_generation_offer: returns offered - stored. */
     RegisterAction<bit<32>, bit<32>, bit<32>>(barrier_generation) barrier_generation_offer = {
-        void apply(inout bit<32> stored, out bit<32> previous) {
-            previous = stored;
-            if ((int<32>) (hdr.mp.generation - stored) > 0) { /* generation_is_newer */
+        void apply(inout bit<32> stored, out bit<32> ahead) {
+            ahead = hdr.mp.generation - stored;
+            if ((int<32>) (hdr.mp.generation - stored) > 0) { /* generation_ahead_is_newer */
                 stored = hdr.mp.generation;
             }
         }
@@ -393,7 +410,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_advance = {
         void apply(inout epoch_t stored, out epoch_t previous) {
             previous = stored;
-            if ((int<16>) (hdr.coll.epoch - stored) > 0) { /* epoch_after */
+            if ((int<16>) (hdr.coll.epoch - stored) > 0) { /* epoch_distance_after */
                 stored = hdr.coll.epoch;
             }
         }
@@ -427,6 +444,22 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             }
         }
     };
+
+    /* Operands of the decisions' tests, computed in actions: an assignment in the apply block
+     * is propagated into the condition that reads it (p4c's LocalCopyPropagation), where a
+     * gateway cannot subtract or combine two fields; after an action the value is unknown. */
+    action compute_config_operands() {
+        meta.in_child = meta.bar_child_mask & meta.in_port_bit;
+        meta.arch_seg_idx = seg_idx_copy.get({hdr.coll.seg_idx});
+    }
+    /* seg_count - seg_idx, with seg_idx read through the hash unit (arch_seg_idx): the ALU
+     * subtracts whole containers, and the cell tags slice seg_idx into bytes */
+    action compute_chunks_left() {
+        meta.agg_chunks_left = hdr.coll.seg_count - meta.arch_seg_idx;
+    }
+    action compute_epoch_distance() {
+        meta.bar_ahead = hdr.coll.epoch - meta.bar_released;
+    }
 
     apply {
         if (meta.arch_state_elsewhere == 1) {
@@ -475,10 +508,10 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         }
 
         /* access 1: barrier_generation */
-        bit<32> generation;
+        bit<32> generation = 0;
         if (mp_write) {
-            generation = barrier_generation_offer.execute(slot);
-            meta.mp_status = mp_generation_status(hdr.mp.generation, generation);
+            meta.mp_ahead = barrier_generation_offer.execute(slot);
+            meta.mp_status = mp_generation_status(meta.mp_ahead);
         } else {
             generation = barrier_generation_read.execute(slot);
         }
@@ -493,9 +526,10 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.bar_child_mask = barrier_child_mask_read.execute(slot);
             meta.bar_parent = barrier_parent_read.execute(slot);
         }
+        compute_config_operands();
+        compute_chunks_left();
 
         /* the reduction's slot: AggState's access blocks A1-A3 */
-        bit<32> chunks_from_here = hdr.coll.seg_count - hdr.coll.seg_idx; /* in an action */
         if (agg) {
             agg_state.apply(hdr, meta);
         }
@@ -517,7 +551,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                                                       meta.bar_child_mask, meta.bar_parent)) {
             released_access = RELEASED_ACCESS_ADVANCE;
         }
-        if (agg && agg_releases_epoch(meta.agg_verdict, chunks_from_here)) {
+        if (agg && agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
             released_access = RELEASED_ACCESS_ADVANCE;
         }
         if (commit_stands) {
@@ -533,16 +567,18 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (released_access == RELEASED_ACCESS_READ) {
             meta.bar_released = barrier_released_read.execute(slot);
         }
+        compute_epoch_distance();
 
         /* a REDUCE's first pass: admitted and within its window, it goes round again */
         if (agg_window_pass) {
-            meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
+            meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_child,
                                                     meta.bar_child_mask, meta.bar_parent);
-            if (meta.drop_reason == DROP_NONE
-                    && !agg_epoch_in_window(hdr.coll.op, hdr.coll.epoch, meta.bar_released)) {
-                meta.drop_reason = DROP_OUT_OF_WINDOW;
-            } else if (meta.drop_reason == DROP_NONE) {
-                meta.state_op = STATE_NEXT_PASS;
+            if (meta.drop_reason == DROP_NONE) {
+                if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead)) {
+                    meta.drop_reason = DROP_OUT_OF_WINDOW;
+                } else {
+                    meta.state_op = STATE_NEXT_PASS;
+                }
             }
             /* no return (p4test then flags every later flag as maybe uninitialised): what
              * follows is for barrier passes and MP reads only, none of which this is */
@@ -550,13 +586,13 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
 
         /* the verdict, from what the accesses returned */
         if (count_pass) {
-            barrier_classify(hdr.coll.op, hdr.coll.epoch, meta.in_port, meta.in_port_bit,
-                             meta.bar_child_mask, meta.bar_parent, meta.bar_released,
-                             meta.bar_verdict, meta.drop_reason);
+            barrier_classify(hdr.coll.op, meta.bar_ahead, meta.in_port, meta.in_child,
+                             meta.bar_child_mask, meta.bar_parent, meta.bar_verdict,
+                             meta.drop_reason);
         } else if (commit) {
             if (!commit_stands) {
                 meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
-            } else if (epoch_after(hdr.coll.epoch, meta.bar_released)) {
+            } else if (epoch_distance_after(meta.bar_ahead)) {
                 /* this pass released the epoch: BarrierDecide sends RELEASE down the tree */
                 meta.bar_verdict = BARRIER_COUNT;
                 meta.bar_complete = 1;

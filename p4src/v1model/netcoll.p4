@@ -39,6 +39,7 @@ control V1Ingress(inout headers_t hdr, inout coll_meta_t meta, inout standard_me
     apply {
         meta.in_port = (port_num_t) sm.ingress_port;
         meta.in_port_bit = port_bit(meta.in_port);
+        meta.in_ports_below = meta.in_port_bit - 1;
         meta.frame_len = sm.packet_length;
         meta.parse_error = sm.parser_error == error.NoError ? 1w0 : 1w1;
 
@@ -71,7 +72,7 @@ control V1Egress(inout headers_t hdr, inout coll_meta_t meta, inout standard_met
         port_bitmap_t egress_bit = port_bit(port);
         bit<8> reason = DROP_NONE;
         if (sm.instance_type == PKT_INSTANCE_TYPE_REPLICATION) {
-            reason = replica_drop_reason(meta, port, egress_bit);
+            reason = replica_drop_reason(meta, port, meta.mcast_children & egress_bit);
         }
         if (reason != DROP_NONE) {
             egress_drop_reasons.count((bit<32>) reason);

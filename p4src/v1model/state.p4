@@ -38,7 +38,7 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
         tree_generation.read(stored_generation, slot);
         tree_parent.read(stored_parent, slot);
         tree_children.read(stored_children, slot);
-        bit<8> status = mp_generation_status(hdr.mp.generation, stored_generation);
+        bit<8> status = mp_generation_status(hdr.mp.generation - stored_generation);
         bool accept = status == MP_STATUS_OK;
         tree_generation.write(slot, accept ? hdr.mp.generation : stored_generation);
         tree_parent.write(slot, accept ? hdr.mp.parent_port : stored_parent);
@@ -94,6 +94,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         port_bitmap_t stored;
         agg_arrived.read(stored, meta.agg_slot);
         meta.agg_previous = agg_arrivals_before(meta.agg_relation, stored);
+        meta.with_in = meta.agg_previous | meta.in_port_bit;
         agg_arrived.write(meta.agg_slot, agg_arrivals_after(hdr.coll.op, meta.agg_relation,
             stored, meta.in_port_bit, meta.bar_child_mask));
     }
@@ -112,10 +113,9 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 
     apply {
-        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_bit,
+        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_child,
                                                 meta.bar_child_mask, meta.bar_parent);
-        if (meta.drop_reason == DROP_NONE
-                && !agg_epoch_in_window(hdr.coll.op, hdr.coll.epoch, meta.bar_released)) {
+        if (meta.drop_reason == DROP_NONE && !agg_epoch_in_window(hdr.coll.op, meta.bar_ahead)) {
             meta.drop_reason = DROP_OUT_OF_WINDOW; /* BarrierState read the released epoch */
         }
         if (meta.drop_reason != DROP_NONE) {
@@ -124,13 +124,14 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         meta.agg_slot = agg_slot_index(hdr.coll.comm_id, hdr.coll.seg_idx);
         meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
         meta.agg_owner = agg_owner(meta.bar_generation);
+        meta.agg_chunks_left = hdr.coll.seg_count - hdr.coll.seg_idx;
         claim_key();
         if (meta.agg_relation == AGG_KEY_STALE) {
             meta.drop_reason = DROP_AGG_STALE; /* every host has that chunk's result */
             return;
         }
         record_arrival();
-        agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_bit,
+        agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.with_in,
                      meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
                      meta.agg_lane_mode, meta.drop_reason);
         if (meta.agg_lane_mode == AGG_LANES_SET) {
@@ -160,6 +161,8 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         barrier_released.read(meta.bar_released, slot);
         meta.bar_generation = generation[15:0];
         meta.bar_parent_bit = port_bit(meta.bar_parent);
+        meta.in_child = meta.bar_child_mask & meta.in_port_bit;
+        meta.bar_ahead = hdr.coll.epoch - meta.bar_released;
     }
 
     action count_arrival() {
@@ -203,7 +206,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         barrier_child_mask.read(stored_mask, slot);
         barrier_parent.read(stored_parent, slot);
         barrier_released.read(stored_released, slot);
-        bit<8> status = mp_generation_status(hdr.mp.generation, stored_generation);
+        bit<8> status = mp_generation_status(hdr.mp.generation - stored_generation);
         bool accept = status == MP_STATUS_OK;
         barrier_generation.write(slot, accept ? hdr.mp.generation : stored_generation);
         barrier_child_mask.write(slot, accept ? hdr.mp.children : stored_mask);
@@ -224,23 +227,24 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         barrier_cells.read(open_cell, barrier_cell_index(hdr.mp.slot, released + 1));
         hdr.mp.generation = generation;
         hdr.mp.epoch = released;
-        hdr.mp.aux = barrier_cell_arrivals(open_cell, barrier_cell_tag(released + 1, generation[15:0]));
+        hdr.mp.aux = barrier_cell_arrivals(open_cell,
+                                           barrier_cell_tag(released + 1, generation[15:0]));
         meta.mp_status = MP_STATUS_OK;
     }
 
     apply {
         if (meta.state_op == STATE_BARRIER_EVENT) {
             read_config();
-            barrier_classify(hdr.coll.op, hdr.coll.epoch, meta.in_port, meta.in_port_bit,
-                             meta.bar_child_mask, meta.bar_parent, meta.bar_released,
-                             meta.bar_verdict, meta.drop_reason);
+            barrier_classify(hdr.coll.op, meta.bar_ahead, meta.in_port, meta.in_child,
+                             meta.bar_child_mask, meta.bar_parent, meta.bar_verdict,
+                             meta.drop_reason);
             if (meta.drop_reason == DROP_NOT_CHILD && meta.bar_parent != 0
                     && meta.in_port == meta.bar_parent && hdr.coll.op == OP_ARRIVE
                     && (hdr.coll.flags & FLAG_REPLY_NOW) != 0) {
                 meta.drop_reason = DROP_NONE;
                 meta.bar_verdict = BARRIER_ASKED;
                 read_asked_arrivals();
-                if (epoch_after(hdr.coll.epoch - 1, meta.bar_released)) {
+                if (barrier_missed_previous_release(meta.bar_ahead)) {
                     advance_released_before_asked();
                 }
             } else if (meta.bar_verdict == BARRIER_COUNT) {
@@ -254,8 +258,8 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.state_op == STATE_AGG_EVENT) {
             read_config(); /* the reduction's tree */
             agg_state.apply(hdr, meta);
-            if (agg_releases_epoch(meta.agg_verdict, hdr.coll.seg_count - hdr.coll.seg_idx)
-                    && epoch_after(hdr.coll.epoch, meta.bar_released)) {
+            if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)
+                    && epoch_distance_after(meta.bar_ahead)) {
                 advance_released();
             }
         } else if (meta.state_op == STATE_BARRIER_MP_WRITE) {

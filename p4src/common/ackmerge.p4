@@ -64,7 +64,7 @@ control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
         meta.ack_parent = parent_port;
         meta.ack_child_mask = child_mask;
         meta.ack_generation = generation;
-        meta.in_child = child_mask & meta.in_port_bit;
+        meta.in_port_match = child_mask & meta.in_port_bit;
         /* the children on ports below this one: none when it is the leader (lowest child) */
         meta.ack_children_below = child_mask & meta.in_ports_below;
         /* max (Tofino's ALU has it): an order of two fields, tested as an equality */
@@ -100,7 +100,7 @@ control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
         }
         if (!configured) {
             meta.drop_reason = DROP_ACK_UNCONFIGURED;
-        } else if (meta.in_child == 0) {
+        } else if (meta.in_port_match == 0) {
             meta.drop_reason = DROP_ACK_NOT_CHILD;
         } else if (!ack_checkpoint_valid(hdr, meta.ack_seq_ceiling)) {
             meta.drop_reason = DROP_ACK_RANGE;
@@ -117,11 +117,12 @@ bit<32> ack_cum_merge(in bit<32> stored_tag, in bit<32> stored_cum, in bit<32> t
 
 /* Does this ACK go up, given the cell's bitmap before it? When it completes the cell, or
  * repeats the leader child's checkpoint at a complete cell (the leader: the lowest child
- * port, no children below it). with_in is previous | in_port_bit, computed in an action. */
-bool ack_sends_up(in port_bitmap_t previous, in port_bitmap_t with_in,
+ * port, no children below it). missing_after = child_mask ^ (previous | in_port_bit), the
+ * children still missing with this ACK, computed in actions. */
+bool ack_sends_up(in port_bitmap_t previous, in port_bitmap_t missing_after,
                   in port_bitmap_t child_mask, in port_bitmap_t children_below) {
     bool sends_up = false;
-    if (with_in == child_mask) {
+    if (missing_after == 0) {
         if (previous != child_mask) {
             sends_up = true; /* this ACK completes the cell */
         } else if (children_below == 0) {
@@ -136,7 +137,10 @@ control AckMergeDecide(inout headers_t hdr, inout coll_meta_t meta) {
     /* in an action: assigned in the apply block, the value would be propagated back into the
      * test (p4c's LocalCopyPropagation), which a Tofino gateway cannot evaluate */
     action compute_cell_with_this_ack() {
-        meta.with_in = meta.ack_previous | meta.in_port_bit;
+        meta.missing_after = meta.ack_previous | meta.in_port_bit;
+    }
+    action compute_missing_after() {
+        meta.missing_after = meta.ack_child_mask ^ meta.missing_after;
     }
 
     apply {
@@ -144,7 +148,8 @@ control AckMergeDecide(inout headers_t hdr, inout coll_meta_t meta) {
             return;
         }
         compute_cell_with_this_ack();
-        if (!ack_sends_up(meta.ack_previous, meta.with_in, meta.ack_child_mask,
+        compute_missing_after();
+        if (!ack_sends_up(meta.ack_previous, meta.missing_after, meta.ack_child_mask,
                           meta.ack_children_below)) {
             /* recorded: waits for the other children, or a repeat only the leader passes on */
             meta.drop_reason = DROP_ABSORBED;

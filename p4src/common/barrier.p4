@@ -67,11 +67,19 @@ bool barrier_release_from_parent(in bit<8> op, in port_num_t in_port,
     return child_mask != 0 && op == OP_RELEASE && parent_port != 0 && in_port == parent_port;
 }
 
+/* Is the epoch more than the window ahead of released, given ahead_capped = min(epoch -
+ * released, window + 1) (meta.bar_ahead_capped, computed in an action)? An order of a 16-bit
+ * field is more than a gateway can hold; an equality is not. */
+bool beyond_window(in epoch_t ahead_capped) {
+    return ahead_capped == NETCOLL_BARRIER_WINDOW + 1;
+}
+
 /* What to do with an ARRIVE or RELEASE, from the slot's configuration and released epoch.
  * verdict is BARRIER_COUNT, BARRIER_ANSWER_RELEASE or BARRIER_ADVANCE; otherwise reason says
  * why the packet is dropped. The caller computes, in actions, in_child = child_mask &
- * in_port_bit and ahead = epoch - released (meta.in_child, meta.bar_ahead). */
-void barrier_classify(in bit<8> op, in epoch_t ahead, in port_num_t in_port,
+ * in_port_bit and ahead = epoch - released (meta.in_port_match, meta.bar_ahead). */
+void barrier_classify(in bit<8> op, in epoch_t ahead, in epoch_t ahead_capped,
+                      in port_num_t in_port,
                       in port_bitmap_t in_child, in port_bitmap_t child_mask,
                       in port_num_t parent_port, out bit<8> verdict, out bit<8> reason) {
     verdict = 0;
@@ -83,7 +91,7 @@ void barrier_classify(in bit<8> op, in epoch_t ahead, in port_num_t in_port,
             reason = DROP_NOT_CHILD;
         } else if (!epoch_distance_after(ahead)) {
             verdict = BARRIER_ANSWER_RELEASE; /* late or retransmitted ARRIVE */
-        } else if (ahead > NETCOLL_BARRIER_WINDOW) {
+        } else if (beyond_window(ahead_capped)) {
             reason = DROP_OUT_OF_WINDOW;
         } else {
             verdict = BARRIER_COUNT;

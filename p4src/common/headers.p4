@@ -125,6 +125,7 @@ struct coll_meta_t {
     bit<1> bar_complete;
     /* operands of the barrier's tests (see in_child) */
     epoch_t bar_ahead; /* the packet's epoch - bar_released (RFC 1982 distance; operand) */
+    epoch_t bar_ahead_capped; /* min(bar_ahead, NETCOLL_BARRIER_WINDOW + 1) (operand) */
 
     /* reduction (common/reduce.p4): the chunk's slot and key, what the slot said, the verdict */
     bit<32> agg_slot;
@@ -148,12 +149,17 @@ struct coll_meta_t {
     port_bitmap_t ack_children_below; /* ack_child_mask & in_ports_below */
     bit<32> ack_seq_ceiling;          /* max(seq, seg_count) */
 
-    /* Operands of the decisions' tests, computed in actions before the tests: a Tofino
+    /* Bitmap operands of the decisions' tests, computed in actions before the tests: a Tofino
      * gateway compares a field with a constant or with one other field; it cannot mask one
-     * field with another, subtract, or order two fields (docs/porting-to-tofino.md). These
-     * two serve the barrier, the reduction and the merged ACKs alike: no packet is two. */
-    port_bitmap_t in_child; /* the tree's child mask & in_port_bit */
-    port_bitmap_t with_in;  /* what the slot or cell held before this packet | in_port_bit */
+     * field with another (docs/porting-to-tofino.md). Tofino's PHV has few 32-bit
+     * containers, so the two serve the barrier, the reduction and the merged ACKs (no packet
+     * is two), each in two steps:
+     *   in_port_match   the tree's child mask & in_port_bit (is the port a child?), then in a
+     *                   reduction agg_previous & in_port_bit (was this child counted?);
+     *   missing_after   what the slot or cell held | in_port_bit, then the child mask ^ that:
+     *                   the children still missing with this packet. */
+    port_bitmap_t in_port_match;
+    port_bitmap_t missing_after;
 
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;

@@ -80,11 +80,11 @@ port_bitmap_t agg_arrivals_before(in bit<8> relation, in port_bitmap_t stored) {
  * would then be dropped as stale. An epoch not after released is a late contribution (answered
  * from the slot, or stale); a RESULT comes from the parent, which checked it. ahead is
  * epoch - released (meta.bar_ahead): out of the window when it is after released
- * (epoch_distance_after) by more than the window. */
-bool agg_epoch_in_window(in bit<8> op, in epoch_t ahead) {
+ * (epoch_distance_after) by more than the window (ahead_capped: see barrier_classify). */
+bool agg_epoch_in_window(in bit<8> op, in epoch_t ahead, in epoch_t ahead_capped) {
     bool in_window = true;
     if (op == OP_REDUCE) {
-        if (ahead > NETCOLL_BARRIER_WINDOW && ahead < 0x8000) {
+        if (beyond_window(ahead_capped) && ahead < 0x8000) {
             in_window = false;
         }
     }
@@ -92,7 +92,7 @@ bool agg_epoch_in_window(in bit<8> op, in epoch_t ahead) {
 }
 
 /* Before the slot: may this port send this op on the communicator's tree? in_child is
- * child_mask & in_port_bit (meta.in_child), computed in an action. */
+ * child_mask & in_port_bit (meta.in_port_match), computed in an action. */
 bit<8> agg_admission_reason(in bit<8> op, in port_num_t in_port, in port_bitmap_t in_child,
                             in port_bitmap_t child_mask, in port_num_t parent_port) {
     bit<8> reason = DROP_NONE;
@@ -110,11 +110,13 @@ bit<8> agg_admission_reason(in bit<8> op, in port_num_t in_port, in port_bitmap_
 
 /* What to do with a REDUCE or RESULT that is not stale, from agg_arrived before it. verdict is
  * one of AGG_*; lane_mode says what happens to the slot's lanes; reason is set for a drop.
- * The caller computes with_in = previous | in_port_bit in an action (meta.with_in; the child
- * was counted already when that equals previous): a Tofino gateway cannot combine two
- * fields, and reads at most 4 bytes of fields, so one test per if. */
+ * The caller computes, in actions, counted = previous & in_port_bit (this child counted
+ * already) and missing_after = child_mask ^ (previous | in_port_bit) (the children still
+ * missing with this packet): a Tofino gateway cannot combine two fields, and reads at most
+ * 4 bytes of fields, so one test per if. */
 void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
-                  in port_bitmap_t with_in, in port_bitmap_t child_mask, in port_num_t parent_port, out bit<8> verdict,
+                  in port_bitmap_t counted, in port_bitmap_t missing_after,
+                  in port_bitmap_t child_mask, in port_num_t parent_port, out bit<8> verdict,
                   out bit<8> lane_mode, out bit<8> reason) {
     verdict = 0;
     lane_mode = AGG_LANES_NONE;
@@ -134,7 +136,7 @@ void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
     } else if (answer) {
         verdict = AGG_ANSWER;
         lane_mode = AGG_LANES_READ;
-    } else if (with_in == previous) {
+    } else if (counted != 0) {
         if (previous == child_mask) {
             verdict = AGG_SEND_UP; /* complete, no result yet: the partial may have been lost */
             lane_mode = AGG_LANES_READ;
@@ -146,7 +148,7 @@ void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
         if (relation == AGG_KEY_FRESH) {
             lane_mode = AGG_LANES_SET;
         }
-        if (with_in != child_mask) {
+        if (missing_after != 0) {
             verdict = AGG_ABSORB;
         } else if (parent_port == 0) {
             verdict = AGG_DISTRIBUTE; /* the root completed: the aggregate is the result */

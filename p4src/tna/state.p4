@@ -288,11 +288,15 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
      * is propagated into the condition that reads it (p4c's LocalCopyPropagation), where a
      * gateway cannot subtract or combine two fields; after an action the value is unknown. */
     action compute_arrival_operands() {
-        meta.with_in = meta.agg_previous | meta.in_port_bit;
+        meta.missing_after = meta.agg_previous | meta.in_port_bit;
+        meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
+    }
+    action compute_missing_after() {
+        meta.missing_after = meta.bar_child_mask ^ meta.missing_after;
     }
 
     apply {
-        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_child,
+        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_match,
                                                 meta.bar_child_mask, meta.bar_parent);
         if (meta.drop_reason != DROP_NONE) {
             return;
@@ -329,8 +333,9 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
                 meta.agg_previous = agg_arrived_contribute.execute(slot);
             }
             compute_arrival_operands();
-            agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.with_in,
-                         meta.bar_child_mask, meta.bar_parent,
+            compute_missing_after();
+            agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_match,
+                         meta.missing_after, meta.bar_child_mask, meta.bar_parent,
                          meta.agg_verdict, meta.agg_lane_mode, meta.drop_reason);
 
             /* access A3: every lane register, the same program on each */
@@ -449,7 +454,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
      * is propagated into the condition that reads it (p4c's LocalCopyPropagation), where a
      * gateway cannot subtract or combine two fields; after an action the value is unknown. */
     action compute_config_operands() {
-        meta.in_child = meta.bar_child_mask & meta.in_port_bit;
+        meta.in_port_match = meta.bar_child_mask & meta.in_port_bit;
         meta.arch_seg_idx = seg_idx_copy.get({hdr.coll.seg_idx});
     }
     /* seg_count - seg_idx, with seg_idx read through the hash unit (arch_seg_idx): the ALU
@@ -459,6 +464,10 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     }
     action compute_epoch_distance() {
         meta.bar_ahead = hdr.coll.epoch - meta.bar_released;
+    }
+    action compute_epoch_distance_capped() {
+        meta.bar_ahead_capped = (meta.bar_ahead < NETCOLL_BARRIER_WINDOW + 1)
+            ? meta.bar_ahead : NETCOLL_BARRIER_WINDOW + 1; /* min, which the ALU has */
     }
 
     apply {
@@ -568,13 +577,14 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.bar_released = barrier_released_read.execute(slot);
         }
         compute_epoch_distance();
+        compute_epoch_distance_capped();
 
         /* a REDUCE's first pass: admitted and within its window, it goes round again */
         if (agg_window_pass) {
-            meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_child,
+            meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_match,
                                                     meta.bar_child_mask, meta.bar_parent);
             if (meta.drop_reason == DROP_NONE) {
-                if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead)) {
+                if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped)) {
                     meta.drop_reason = DROP_OUT_OF_WINDOW;
                 } else {
                     meta.state_op = STATE_NEXT_PASS;
@@ -586,9 +596,9 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
 
         /* the verdict, from what the accesses returned */
         if (count_pass) {
-            barrier_classify(hdr.coll.op, meta.bar_ahead, meta.in_port, meta.in_child,
-                             meta.bar_child_mask, meta.bar_parent, meta.bar_verdict,
-                             meta.drop_reason);
+            barrier_classify(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped, meta.in_port,
+                             meta.in_port_match, meta.bar_child_mask, meta.bar_parent,
+                             meta.bar_verdict, meta.drop_reason);
         } else if (commit) {
             if (!commit_stands) {
                 meta.drop_reason = DROP_BARRIER_UNCONFIGURED;

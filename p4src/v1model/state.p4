@@ -94,7 +94,8 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         port_bitmap_t stored;
         agg_arrived.read(stored, meta.agg_slot);
         meta.agg_previous = agg_arrivals_before(meta.agg_relation, stored);
-        meta.with_in = meta.agg_previous | meta.in_port_bit;
+        meta.missing_after = meta.bar_child_mask ^ (meta.agg_previous | meta.in_port_bit);
+        meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
         agg_arrived.write(meta.agg_slot, agg_arrivals_after(hdr.coll.op, meta.agg_relation,
             stored, meta.in_port_bit, meta.bar_child_mask));
     }
@@ -113,9 +114,10 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 
     apply {
-        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_child,
+        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_match,
                                                 meta.bar_child_mask, meta.bar_parent);
-        if (meta.drop_reason == DROP_NONE && !agg_epoch_in_window(hdr.coll.op, meta.bar_ahead)) {
+        if (meta.drop_reason == DROP_NONE
+                && !agg_epoch_in_window(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped)) {
             meta.drop_reason = DROP_OUT_OF_WINDOW; /* BarrierState read the released epoch */
         }
         if (meta.drop_reason != DROP_NONE) {
@@ -131,8 +133,8 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             return;
         }
         record_arrival();
-        agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.with_in,
-                     meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
+        agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_match,
+                     meta.missing_after, meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
                      meta.agg_lane_mode, meta.drop_reason);
         if (meta.agg_lane_mode == AGG_LANES_SET) {
             set_lanes();
@@ -161,8 +163,10 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         barrier_released.read(meta.bar_released, slot);
         meta.bar_generation = generation[15:0];
         meta.bar_parent_bit = port_bit(meta.bar_parent);
-        meta.in_child = meta.bar_child_mask & meta.in_port_bit;
+        meta.in_port_match = meta.bar_child_mask & meta.in_port_bit;
         meta.bar_ahead = hdr.coll.epoch - meta.bar_released;
+        meta.bar_ahead_capped = (meta.bar_ahead < NETCOLL_BARRIER_WINDOW + 1)
+            ? meta.bar_ahead : NETCOLL_BARRIER_WINDOW + 1;
     }
 
     action count_arrival() {
@@ -235,9 +239,9 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     apply {
         if (meta.state_op == STATE_BARRIER_EVENT) {
             read_config();
-            barrier_classify(hdr.coll.op, meta.bar_ahead, meta.in_port, meta.in_child,
-                             meta.bar_child_mask, meta.bar_parent, meta.bar_verdict,
-                             meta.drop_reason);
+            barrier_classify(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped, meta.in_port,
+                             meta.in_port_match, meta.bar_child_mask, meta.bar_parent,
+                             meta.bar_verdict, meta.drop_reason);
             if (meta.drop_reason == DROP_NOT_CHILD && meta.bar_parent != 0
                     && meta.in_port == meta.bar_parent && hdr.coll.op == OP_ARRIVE
                     && (hdr.coll.flags & FLAG_REPLY_NOW) != 0) {

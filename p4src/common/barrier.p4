@@ -15,7 +15,8 @@
 /* Given ahead = epoch - released: is epoch - 1 after released (a switch asked about epoch
  * missed the RELEASE of the epoch before)? epoch_distance_after(ahead - 1), as ranges. */
 bool barrier_missed_previous_release(in epoch_t ahead) {
-    return ahead > 1 && ahead <= 0x8000;
+    /* equalities and a sign-bit test: a gateway's range match covers 12 bits, not 16 */
+    return ahead != 0 && ahead != 1 && (ahead < 0x8000 || ahead == 0x8000);
 }
 
 /* RFC 1982 modulo 2^16, given distance = a - b: is epoch a after epoch b? The caller subtracts
@@ -58,15 +59,6 @@ port_bitmap_t barrier_cell_arrivals(in barrier_cell_t cell, in bit<32> tag) {
     return barrier_arrivals_for(cell[63:32], cell[31:0], tag);
 }
 
-/* Is this RELEASE one the slot's parent may send (configured slot, not the root, from the
- * parent port)? Only such a RELEASE can advance the released epoch, so an architecture that
- * must pick the released register's single access before classifying asks this first
- * (barrier_classify makes the same tests). */
-bool barrier_release_from_parent(in bit<8> op, in port_num_t in_port,
-                                 in port_bitmap_t child_mask, in port_num_t parent_port) {
-    return child_mask != 0 && op == OP_RELEASE && parent_port != 0 && in_port == parent_port;
-}
-
 /* Is the epoch more than the window ahead of released, given ahead_capped = min(epoch -
  * released, window + 1) (meta.bar_ahead_capped, computed in an action)? An order of a 16-bit
  * field is more than a gateway can hold; an equality is not. */
@@ -97,8 +89,12 @@ void barrier_classify(in bit<8> op, in epoch_t ahead, in epoch_t ahead_capped,
             verdict = BARRIER_COUNT;
         }
     } else if (op != OP_RELEASE || parent_port == 0) {
-        reason = DROP_NOT_PARENT; /* barrier_release_from_parent, one test at a time: a */
-    } else if (in_port != parent_port) { /* Tofino gateway reads at most 4 bytes of fields */
+        /* only the slot's parent may send a RELEASE (configured slot, not the root, from the
+         * parent port), one test at a time: a Tofino gateway reads at most 4 bytes of fields.
+         * Only such a RELEASE advances the released epoch: an architecture that picks the
+         * released register's single access before classifying makes the same tests. */
+        reason = DROP_NOT_PARENT;
+    } else if (in_port != parent_port) {
         reason = DROP_NOT_PARENT;
     } else if (!epoch_distance_after(ahead)) {
         reason = DROP_STALE_RELEASE;

@@ -548,17 +548,28 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
          * configuration generation the completion was counted under (an MP write in between
          * replaced it: the completion no longer stands and the packet is dropped); a reduction
          * when it sends its instance's last RESULT down (agg_releases_epoch). */
-        bool commit_stands = commit && meta.bar_child_mask != 0 && meta.bar_parent == 0
-            && meta.bar_generation == meta.arch_commit_generation;
+        bool commit_stands = false; /* one test per if: a gateway reads at most 4 bytes */
+        if (commit && meta.bar_parent == 0) {
+            if (meta.bar_child_mask != 0) {
+                if (meta.bar_generation == meta.arch_commit_generation) {
+                    commit_stands = true;
+                }
+            }
+        }
         /* which access, decided one condition at a time (later ones take precedence): as one
          * compound condition it is more than a gateway can hold */
         bit<2> released_access = RELEASED_ACCESS_NONE;
         if (count_pass || mp_read || agg_window_pass) {
             released_access = RELEASED_ACCESS_READ;
         }
-        if (count_pass && barrier_release_from_parent(hdr.coll.op, meta.in_port,
-                                                      meta.bar_child_mask, meta.bar_parent)) {
-            released_access = RELEASED_ACCESS_ADVANCE;
+        /* a RELEASE from the parent: barrier_classify's tests for BARRIER_ADVANCE's sender,
+         * one per if (a gateway reads at most 4 bytes of fields) */
+        if (count_pass && hdr.coll.op == OP_RELEASE) {
+            if (meta.bar_parent != 0 && meta.in_port == meta.bar_parent) {
+                if (meta.bar_child_mask != 0) {
+                    released_access = RELEASED_ACCESS_ADVANCE;
+                }
+            }
         }
         if (agg && agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
             released_access = RELEASED_ACCESS_ADVANCE;

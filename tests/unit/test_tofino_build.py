@@ -206,10 +206,8 @@ TYPE_ERRORS = {
     # a RegisterAction whose apply() does not match its declared return type
     "register_action": (
         "state.p4",
-        "void apply(inout barrier_cell_halves_t cell, out port_bitmap_t arrived) {\n"
-        "            cell.arrivals",
-        "void apply(inout barrier_cell_halves_t cell, out bit<16> arrived) {\n"
-        "            cell.arrivals",
+        "barrier_released_read = {\n        void apply(inout epoch_t stored, out epoch_t result) {",
+        "barrier_released_read = {\n        void apply(inout epoch_t stored, out bit<8> result) {",
     ),
 }
 

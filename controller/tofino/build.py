@@ -42,6 +42,12 @@ COMPILER_VARIABLE = "TNA_P4C"
 # Tofino compilers in the order they are looked for; p4c-barefoot is the open-source backend,
 # reached through the p4c driver.
 TOFINO_COMPILERS = ("bf-p4c", "p4c-tofino")
+# A full compile's longest wait: Tofino 2's PHV allocation alone ran past 20 minutes here
+COMPILE_TIMEOUT_S = 4 * 3600
+# The control-plane schema alone: the compiler writes bfrt.json once the midend is through;
+# skipping the back end for the program's one pipe (Pipeline(...) pipe in tna/netcoll.p4)
+# takes seconds instead of the minutes of a full compile
+SCHEMA_ONLY_FLAGS = ("-Xp4c=--skip-compilation pipe",)
 OPEN_SOURCE_BACKEND = "p4c-barefoot"
 ARCH_FILES = ("tna.p4", "t2na.p4")
 # Where p4c installs its include files when no tool points elsewhere.
@@ -212,6 +218,7 @@ def compile_command(
     target_dir: Path,
     target: Target,
     defines: Sequence[str] = (),
+    schema_only: bool = False,
 ) -> list[str]:
     return [
         *compiler,
@@ -229,6 +236,7 @@ def compile_command(
         str(target_dir),
         "--bf-rt-schema",
         str(target_dir / "bfrt.json"),
+        *(SCHEMA_ONLY_FLAGS if schema_only else ()),
         str(program),
     ]
 
@@ -239,14 +247,22 @@ def compile_for(
     out_dir: Path,
     target: Target,
     defines: Sequence[str] = (),
+    schema_only: bool = False,
+    timeout_s: float = COMPILE_TIMEOUT_S,
 ) -> Outcome:
+    """Compile for target into out_dir/<target>; schema_only stops after bfrt.json."""
     target_dir = out_dir / target.name
     target_dir.mkdir(parents=True, exist_ok=True)
-    command = compile_command(compiler, program, target_dir, target, defines)
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    command = compile_command(compiler, program, target_dir, target, defines, schema_only)
+    try:
+        result = subprocess.run(
+            command, capture_output=True, text=True, check=False, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        return Outcome(target, False, command, f"the compiler ran past {timeout_s:.0f} s: stopped")
     diagnostics = (result.stdout + result.stderr).strip()
     outcome = Outcome(target, result.returncode == 0, command, diagnostics)
-    if outcome.ok:
+    if outcome.ok and not schema_only:
         outcome.resources, outcome.report = resource_summary(target_dir)
     return outcome
 

@@ -169,6 +169,26 @@ def test_the_backend_named_stands_for_its_driver(tmp_path: Path) -> None:
         build.find_tofino_compiler(str(backend), _which(found))
 
 
+def test_schema_only_compile_skips_the_back_end() -> None:
+    """The BfRt check needs bfrt.json only: the back end is skipped for the program's pipe."""
+    target = build.TARGETS[0]
+    full = build.compile_command(["p4c"], Path("p.p4"), Path("out"), target)
+    schema = build.compile_command(["p4c"], Path("p.p4"), Path("out"), target, schema_only=True)
+    assert "-Xp4c=--skip-compilation pipe" not in full
+    assert schema == [*full[:-1], "-Xp4c=--skip-compilation pipe", full[-1]]
+
+
+def test_a_compiler_that_hangs_is_stopped_with_a_clear_failure(tmp_path: Path) -> None:
+    stand_in = tmp_path / "p4c"
+    stand_in.write_text("#!/bin/sh\nsleep 30\n")
+    stand_in.chmod(0o755)
+    outcome = build.compile_for(
+        [str(stand_in)], Path("p.p4"), tmp_path, build.TARGETS[0], timeout_s=1
+    )
+    assert not outcome.ok
+    assert outcome.diagnostics == "the compiler ran past 1 s: stopped"
+
+
 # -- the real program -----------------------------------------------------------------------
 
 

@@ -294,3 +294,27 @@ def test_a_run_can_add_to_the_cells_of_some_collectives_only() -> None:
     assert reliability.chosen_keys("") == KEYS
     with pytest.raises(ValueError, match="allgatherr not in the matrix"):
         reliability.chosen_keys("bcast,allgatherr")
+
+
+def test_a_run_can_add_to_the_cells_of_some_fault_settings_and_algorithms_only() -> None:
+    keys = reliability.chosen_keys("allreduce,bcast", "loss1,bursty1", "innet")
+    assert keys == [
+        ("1% loss, every link", "bcast", "innet", 16384),
+        ("1% loss, every link", "allreduce", "innet", 1024),
+        ("bursty 1% loss, every link", "bcast", "innet", 16384),
+        ("bursty 1% loss, every link", "allreduce", "innet", 1024),
+    ]
+    assert len(reliability.chosen_keys("", "flap")) == len(reliability.CELLS)
+    assert {s.name for s in reliability.SETTINGS} >= {"loss1", "loss5", "flap"}
+    with pytest.raises(ValueError, match="--faults: loss3 not in the matrix"):
+        reliability.chosen_keys("", "loss1,loss3")
+    with pytest.raises(ValueError, match="--algorithms: ring not in the matrix"):
+        reliability.chosen_keys("", "", "ring")
+
+
+def test_an_unknown_fault_setting_stops_the_run_before_any_network(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--results", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.md")]
+    assert reliability.main([*argv, "--faults", "loss3"]) == 2
+    assert "--faults: loss3 not in the matrix" in capsys.readouterr().err

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class FaultSetting:
     label: str
+    name: str  # what --faults calls it (labels hold commas, which separate the names)
     impairment: Impairment
     one_global_link: bool = False
 
@@ -56,11 +57,18 @@ class FaultSetting:
 
 
 SETTINGS = (
-    FaultSetting("1% loss, every link", Impairment(loss=0.01, duplicate=0.01, reorder=0.02)),
-    FaultSetting("2% loss, every link", Impairment(loss=0.02, duplicate=0.01, reorder=0.02)),
-    FaultSetting("5% loss, every link", Impairment(loss=0.05, duplicate=0.01, reorder=0.02)),
+    FaultSetting(
+        "1% loss, every link", "loss1", Impairment(loss=0.01, duplicate=0.01, reorder=0.02)
+    ),
+    FaultSetting(
+        "2% loss, every link", "loss2", Impairment(loss=0.02, duplicate=0.01, reorder=0.02)
+    ),
+    FaultSetting(
+        "5% loss, every link", "loss5", Impairment(loss=0.05, duplicate=0.01, reorder=0.02)
+    ),
     FaultSetting(
         "10% loss, one global link",
+        "global-loss10",
         Impairment(loss=0.10, duplicate=0.01, reorder=0.02),
         one_global_link=True,
     ),
@@ -68,6 +76,7 @@ SETTINGS = (
     # the chain steps every 1 ms of an idle link too, so a burst does not last for seconds
     FaultSetting(
         "bursty 1% loss, every link",
+        "bursty1",
         Impairment(
             burst_enter=0.002, burst_exit=0.2, burst_tick=0.001, duplicate=0.01, reorder=0.02
         ),
@@ -75,6 +84,7 @@ SETTINGS = (
     # every frame across the link lost for 1 s in every 5 s, from 1 s after the part starts
     FaultSetting(
         "link flap, one global link",
+        "flap",
         Impairment(down_after=1.0, down_for=1.0, down_every=5.0),
         one_global_link=True,
     ),
@@ -101,16 +111,31 @@ def matrix_keys() -> list[CellKey]:
     return [(s.label, c, a, size) for s in SETTINGS for c, a, size in CELLS]
 
 
-def chosen_keys(collectives: str) -> list[CellKey]:
-    """The matrix's cells of these collectives (comma-separated; empty: every cell)."""
-    if not collectives:
-        return matrix_keys()
-    wanted = set(collectives.split(","))
-    known = {c for c, _, _ in CELLS}
+def _wanted(option: str, chosen: str, known: set[str]) -> set[str]:
+    """The comma-separated names ``chosen`` (empty: every one of ``known``), checked."""
+    if not chosen:
+        return known
+    wanted = set(chosen.split(","))
     if wanted - known:
         unknown = ", ".join(sorted(wanted - known))
-        raise ValueError(f"--collectives: {unknown} not in the matrix ({', '.join(sorted(known))})")
-    return [key for key in matrix_keys() if key[1] in wanted]
+        raise ValueError(f"{option}: {unknown} not in the matrix ({', '.join(sorted(known))})")
+    return wanted
+
+
+def chosen_keys(collectives: str, faults: str = "", algorithms: str = "") -> list[CellKey]:
+    """The matrix's cells of these collectives, fault settings (by name) and algorithms
+    (each comma-separated; empty: every one)."""
+    by_label = {s.label: s.name for s in SETTINGS}
+    wanted_collectives = _wanted("--collectives", collectives, {c for c, _, _ in CELLS})
+    wanted_faults = _wanted("--faults", faults, set(by_label.values()))
+    wanted_algorithms = _wanted("--algorithms", algorithms, {a for _, a, _ in CELLS})
+    return [
+        key
+        for key in matrix_keys()
+        if key[1] in wanted_collectives
+        and by_label[key[0]] in wanted_faults
+        and key[2] in wanted_algorithms
+    ]
 
 
 def settings_record() -> dict[str, dict[str, Any]]:
@@ -274,6 +299,18 @@ def main(argv: list[str] | None = None) -> int:
         help="only add parts to the cells of these collectives (comma-separated, e.g. "
         "allreduce); the report still shows every cell",
     )
+    parser.add_argument(
+        "--faults",
+        default="",
+        help="only add parts to the cells of these fault settings (comma-separated: "
+        + ", ".join(s.name for s in SETTINGS)
+        + "); the report still shows every cell",
+    )
+    parser.add_argument(
+        "--algorithms",
+        default="",
+        help="only add parts to the cells of these algorithms (comma-separated, e.g. innet)",
+    )
     parser.add_argument("--members", default="all", help="all, or per-router (one host per router)")
     parser.add_argument(
         "--resume",
@@ -369,7 +406,7 @@ def run(args: argparse.Namespace, results: Results, save: Any, argv: list[str] |
     )
     warn_protocol_change(results)
     try:
-        keys = chosen_keys(args.collectives)
+        keys = chosen_keys(args.collectives, args.faults, args.algorithms)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         results.runs.pop()

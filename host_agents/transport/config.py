@@ -98,6 +98,11 @@ class EngineConfig:
     # backs off to this); with per-chunk timers capped at 0.2 s a 72-rank allreduce resent
     # 2,300 chunks per rank and starved the switches
     reduce_rto_max: float = 1.0
+    # a reduction's ranks resend a late chunk in turns (transport/switch_reduce.py), one
+    # round trip of a chunk apart, at least this and at most 4 times this (its timer and fast
+    # retransmit alike): one resend repairs any loss (the switches ask the host that must
+    # resend), and when every rank resent at once one lost REDUCE cost 72 resends
+    reduce_stagger: float = 0.02
     # Early data (a message that arrives before its receiver asks for it) is accepted for
     # epochs this far from the newest the rank started: nonblocking and persistent
     # collectives overlap a few instances, not hundreds; senders beyond it retransmit later.
@@ -154,6 +159,11 @@ class EngineStats:
     arrive_retransmissions: int = 0
     reduce_sent: int = 0
     reduce_retransmissions: int = 0
+    # of reduce_retransmissions: on the reduction's timer, after later results overtook the
+    # chunk, and asked by the switch (transport/switch_reduce.py)
+    reduce_timer_resends: int = 0
+    reduce_overtaken_resends: int = 0
+    reduce_asked_resends: int = 0
     receive_drops: int = 0  # dropped by the kernel before the agent read them (buffer full)
     dropped: collections.Counter[str] = field(default_factory=collections.Counter)
 

@@ -39,6 +39,9 @@ class EngineConfig:
     # full frames; a multicast root 128 segments ahead lost a third of them (measured).
     message_window: int = 64  # unacknowledged segments per unicast message
     mcast_window: int = 32  # segments the multicast root runs ahead of its slowest receiver
+    # unacknowledged segments a root keeps on one tree across its multicasts (a root returns
+    # once its data went out; transport/multicast_root.py _tree_full)
+    mcast_tree_window: int = 32
     cwnd_initial: float = 16.0
     cwnd_max: float = 64.0
     # Timers are generous because dozens of agents and BMv2 switches share two cores in
@@ -151,6 +154,8 @@ class EngineStats:
     mcast_acks_at_root: int = 0  # multicast ACK frames reaching this node as a multicast root
     nacks_sent: int = 0
     tail_nacks: int = 0  # of nacks_sent: for a tail that stopped (no later segment shows a gap)
+    # segments a NACK asked for whose original arrived after it (transport/nack_timing.py)
+    premature_nacks: int = 0
     nacks_received: int = 0
     nacks_forwarded: int = 0
     coroot_repairs: int = 0  # segments a co-root resent to a member from its own copy

@@ -318,3 +318,40 @@ def test_an_unknown_fault_setting_stops_the_run_before_any_network(
     argv = ["--results", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.md")]
     assert reliability.main([*argv, "--faults", "loss3"]) == 2
     assert "--faults: loss3 not in the matrix" in capsys.readouterr().err
+
+
+def test_a_part_counts_what_the_agents_counted_until_their_tests_ended() -> None:
+    """The finalizing barrier's ARRIVE resends (ranks done first wait for the last) are not
+    the collective's: a part counts each agent's test_stats, or its stats where an agent did
+    not report them."""
+    from host_agents.launcher import LaunchResult
+
+    reports = {
+        1: {
+            "stats": {"retransmissions": 2, "arrive_retransmissions": 9, "nacks_sent": 5},
+            "test_stats": {"retransmissions": 2, "arrive_retransmissions": 0, "nacks_sent": 4},
+        },
+        2: {"stats": {"reduce_retransmissions": 3, "nacks_sent": 1}},
+    }
+
+    class Emulated:
+        name, kind = "g0", "global"
+
+    class Net:
+        emulated = [Emulated()]
+
+        def set_faults(self, *args: Any) -> None:
+            pass
+
+        def fault_stats(self) -> dict[str, Any]:
+            return {"totals": {"lost": 0, "forwarded": 0}}
+
+        def launcher(self) -> Any:
+            return self
+
+        def launch(self, workload: Any, timeout: float) -> LaunchResult:
+            return LaunchResult(reports=reports)
+
+    assert LaunchResult(reports=reports).stats_total("arrive_retransmissions") == 9
+    got = reliability.run_part(Net(), 1, (1, 2), KEYS[0], 10, 1, 0, 60.0)  # type: ignore[arg-type]
+    assert (got.retransmissions, got.nacks) == (5, 5)

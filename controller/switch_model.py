@@ -17,6 +17,7 @@ from controller.switch_barrier import BarrierView, barrier_decide
 from controller.switch_frames import Parsed as Parsed
 from controller.switch_frames import deparse as deparse
 from controller.switch_frames import parse as parse
+from controller.switch_reduce import agg_admission_with_asks, agg_repair, reduce_decide
 from controller.switch_rules import AGG_RESULT_KNOWN as AGG_RESULT_KNOWN
 from controller.switch_rules import MASK16 as MASK16
 from controller.switch_rules import MASK32 as MASK32
@@ -450,7 +451,7 @@ class SwitchModel:
 
     def _reduce(self, parsed: Parsed, in_port: int, d: Decision) -> None:
         """v1model/state.p4 BarrierState (read_config, AggState, advance_released) and
-        common/reduce.p4 agg_classify, agg_releases_epoch and ReduceDecide."""
+        common/reduce.p4 agg_classify, agg_repair, agg_releases_epoch and ReduceDecide."""
         coll, lanes = parsed.coll, parsed.agg
         assert coll is not None and lanes is not None
         comm = coll.comm_id
@@ -458,7 +459,9 @@ class SwitchModel:
         parent = self.barrier_parent[comm]
         in_bit = self.port_bit(in_port)
         is_result = coll.op == Op.RESULT
-        reason = agg_admission_reason(coll.op, in_port, in_bit, child_mask, parent)
+        reason = agg_admission_with_asks(
+            agg_admission_reason(coll.op, in_port, in_bit, child_mask, parent), in_port, parent
+        )
         if reason == DropReason.NONE and not agg_epoch_in_window(
             coll.op, coll.epoch, self.barrier_released[comm], self.sizes.barrier_window
         ):
@@ -476,14 +479,17 @@ class SwitchModel:
             d.drop_reason = DropReason.AGG_STALE
             return
         fresh = relation == AggKey.FRESH
-        if fresh:
+        asked = not is_result and not in_bit & child_mask  # records nothing, takes no slot
+        if fresh and not asked:
             self.agg_key[slot] = (tag, owner)
         stored = self.agg_arrived[slot]
         previous = 0 if fresh else stored
-        self.agg_arrived[slot] = child_mask | AGG_RESULT_KNOWN if is_result else previous | in_bit
-        verdict, lane_mode, reason = agg_classify(
-            is_result, fresh, previous, in_bit, child_mask, parent
-        )
+        if not asked:
+            self.agg_arrived[slot] = (
+                child_mask | AGG_RESULT_KNOWN if is_result else previous | in_bit
+            )
+        classified = agg_classify(is_result, fresh, previous, in_bit, child_mask, parent)
+        verdict, lane_mode, reason = agg_repair(coll, previous, in_bit, child_mask, classified)
         self._agg_lanes(slot, lane_mode, wire.AggOp(coll.tree), lanes)
         # agg_releases_epoch: instances are barrier epochs, so the last chunk's RESULT moves
         # released on like a barrier (later barriers stay in their window)
@@ -497,19 +503,12 @@ class SwitchModel:
         if verdict == AggVerdict.ABSORB:
             d.drop_reason = DropReason.ABSORBED
             return
-        out = coll.with_(src_node=self.state.node_id, payload_crc=0)
-        if verdict == AggVerdict.ANSWER:
-            parsed.coll = out.with_(op=Op.RESULT)
-            d.out_kind = OUT_REPLY
-        elif verdict == AggVerdict.SEND_UP:
-            parsed.coll = out
-            d.out_kind = OUT_UNICAST
-            d.out_port = parent
-        else:
-            parsed.coll = out.with_(op=Op.RESULT)
-            d.out_kind = OUT_MCAST
-            d.mcast_children = child_mask
-            d.filter_children = True
+        assert verdict is not None
+        out = reduce_decide(coll, verdict, child_mask, previous, self.state.node_id)
+        parsed.coll = out.coll
+        d.out_kind = {"reply": OUT_REPLY, "mcast": OUT_MCAST, "unicast": OUT_UNICAST}[out.kind]
+        d.mcast_children, d.filter_children = out.children, out.kind == "mcast"
+        d.out_port = parent if out.kind == "unicast" else 0
 
     def _agg_lanes(self, slot: int, mode: LaneMode, op: wire.AggOp, lanes: list[int]) -> None:
         """v1model/state.p4 AggState set_lanes, combine_lanes, read_lanes: the packet's lanes

@@ -42,6 +42,7 @@ class AggVerdict(enum.Enum):
     SEND_UP = 2
     DISTRIBUTE = 3
     ANSWER = 4
+    ASK = 5  # the REDUCE down to the children not recorded yet (controller/switch_reduce.py)
 
 
 class LaneMode(enum.Enum):

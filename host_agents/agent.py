@@ -198,8 +198,10 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
             # first what the last collectives left running (a multicast root's ACKs, a
             # published block's confirmation), while every rank still serves its repairs
             await comm.settle()
+            report["test_stats"] = engine.stats.as_dict()  # the barrier's are not the tests'
             await comm.barrier(algorithm="innet")
         else:
+            report["test_stats"] = engine.stats.as_dict()
             # a host barrier's last message may lose its ACK after the receiver passed the
             # barrier: stay until the sender's retransmissions (if any) stop
             await comm.barrier(algorithm="dissemination")

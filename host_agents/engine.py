@@ -348,12 +348,12 @@ class Engine:
         elif op == Op.NACK:
             if hdr.dst_node == self.node:
                 self._on_nack(hdr, payload)
-        elif op in (Op.RELEASE, Op.RESULT, Op.ARRIVE):  # ARRIVE: the switch's echo of ours
+        elif op in (Op.RELEASE, Op.RESULT, Op.ARRIVE, Op.REDUCE):  # ARRIVE, REDUCE: echo, ask
             refusal = self.entitled.from_my_switch(hdr)
             if refusal is not None:
                 self.drop(refusal, hdr)
-            elif op == Op.RESULT:
-                self._switch_reduce.on_result(hdr, payload)
+            elif op in (Op.RESULT, Op.REDUCE):
+                self._switch_reduce.on_switch_frame(hdr, payload)
             else:
                 self._barrier.on_switch_frame(hdr)
         elif op == Op.PING:

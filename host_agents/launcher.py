@@ -41,8 +41,11 @@ class LaunchResult:
     def ok(self) -> bool:
         return not self.errors and self.wrong == 0
 
-    def stats_total(self, key: str) -> int:
-        return sum(int(r.get("stats", {}).get(key, 0)) for r in self.reports.values())
+    def stats_total(self, key: str, *, tests_only: bool = False) -> int:
+        """``key`` summed over the agents' counters; ``tests_only``: as each agent counted when
+        its tests ended, before the finalizing barrier (where it reported that)."""
+        which = "test_stats" if tests_only else "stats"
+        return sum(int(r.get(which, r.get("stats", {})).get(key, 0)) for r in self.reports.values())
 
     def timed_span(self) -> tuple[float, float] | None:
         """From the first test window's start to the last one's end (monotonic), as the agents

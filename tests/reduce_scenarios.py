@@ -56,6 +56,7 @@ def agg_frame(
     kind: Op = Op.REDUCE,
     comm: int = COMM,
     payload: bytes | None = None,
+    flags: int = 0,
 ) -> bytes:
     """A REDUCE (or RESULT) of ``chunk`` of instance ``epoch``; ``count`` chunks in the
     instance (default: more than ``chunk``, so it is not the last one)."""
@@ -68,6 +69,7 @@ def agg_frame(
         seg_idx=chunk,
         seg_count=seg_count,
         tree=op,
+        flags=flags,
     )
     if payload is None:
         known = 1 <= op <= wire.AGG_OP_MAX
@@ -367,7 +369,73 @@ def scenario_reduce_far_ahead_epoch_is_out_of_window(sut: SwitchUnderTest) -> No
     assert lanes_out(out, 1) == lanes_out(out, 2) == [3] * LANES
 
 
+def scenario_reduce_resend_asks_the_missing_children(sut: SwitchUnderTest) -> None:
+    """A resent REDUCE (RETRANSMIT) whose child is recorded while others are missing goes
+    down, still a REDUCE, to exactly the missing children; a plain duplicate asks nothing."""
+    sut.configure(base_state(sut))
+    write_barrier(sut, COMM, 1, parent=PARENT_PORT, children=(1, 2, CHILD_PORT))
+    check = Checker(sut)
+    assert ports_of(send_agg(sut, 1, [1] * LANES)) == {}
+    check.mark()
+    assert ports_of(send_agg(sut, 1, [1] * LANES)) == {}  # a duplicate from the link
+    assert check.new_drops() == {DropReason.AGG_DUPLICATE: 1}
+    asked = send_agg(sut, 1, [1] * LANES, flags=wire.Flag.RETRANSMIT)
+    assert ports_of(asked) == {2: 1, CHILD_PORT: 1}
+    for port in (2, CHILD_PORT):
+        hdr = parsed(asked)[port][0].hdr
+        assert (hdr.op, hdr.src_node, hdr.seg_idx) == (Op.REDUCE, SWITCH_NODE, 0)
+    # the ask changed nothing: the chunk completes with the two others, counted once each
+    assert ports_of(send_agg(sut, CHILD_PORT, [4] * LANES)) == {}
+    asked = send_agg(sut, 1, [1] * LANES, flags=wire.Flag.RETRANSMIT)
+    assert ports_of(asked) == {2: 1}
+    up = send_agg(sut, 2, [2] * LANES)
+    assert lanes_out(up, PARENT_PORT, op=Op.REDUCE) == [7] * LANES
+
+
+def scenario_reduce_switch_asked_by_its_parent(sut: SwitchUnderTest) -> None:
+    """A REDUCE from the parent port asks for this subtree's part: an incomplete slot passes
+    the ask to its missing children, a complete one sends its aggregate up again, one that
+    holds the result drops it; an ask records and adds nothing."""
+    sut.configure(base_state(sut))
+    write_barrier(sut, COMM, 1, parent=PARENT_PORT, children=(1, 2, CHILD_PORT))
+    check = Checker(sut)
+    assert ports_of(send_agg(sut, PARENT_PORT, [100] * LANES)) == {1: 1, 2: 1, CHILD_PORT: 1}
+    send_agg(sut, 1, [1] * LANES)
+    asked = send_agg(sut, PARENT_PORT, [100] * LANES)
+    assert ports_of(asked) == {2: 1, CHILD_PORT: 1}
+    assert parsed(asked)[2][0].hdr.op == Op.REDUCE
+    send_agg(sut, 2, [2] * LANES)
+    up = send_agg(sut, CHILD_PORT, [4] * LANES)
+    assert lanes_out(up, PARENT_PORT, op=Op.REDUCE) == [7] * LANES
+    again = send_agg(sut, PARENT_PORT, [100] * LANES)  # the partial was lost on its way up
+    assert ports_of(again) == {PARENT_PORT: 1}
+    assert lanes_out(again, PARENT_PORT, op=Op.REDUCE) == [7] * LANES
+    down = send_agg(sut, PARENT_PORT, [9] * LANES, kind=Op.RESULT)
+    assert ports_of(down) == {1: 1, 2: 1, CHILD_PORT: 1}
+    check.mark()
+    assert ports_of(send_agg(sut, PARENT_PORT, [100] * LANES)) == {}
+    assert check.new_drops() == {DropReason.AGG_DUPLICATE: 1}
+    # an ask for the slot's next chunk takes nothing from the one it holds: a late REDUCE of
+    # that one is still answered, and the next chunk adds up from its own contributions only
+    nxt = {"chunk": WINDOW}
+    assert ports_of(send_agg(sut, PARENT_PORT, [100] * LANES, **nxt)) == {
+        1: 1, 2: 1, CHILD_PORT: 1}  # fmt: skip
+    late = send_agg(sut, 2, [2] * LANES)
+    assert ports_of(late) == {2: 1} and lanes_out(late, 2) == [9] * LANES
+    for port, value in ((1, 10), (2, 20)):
+        assert ports_of(send_agg(sut, port, [value] * LANES, **nxt)) == {}
+    up = send_agg(sut, CHILD_PORT, [40] * LANES, **nxt)
+    assert lanes_out(up, PARENT_PORT, op=Op.REDUCE) == [70] * LANES
+    # at the root the parent port is no port of the tree: a REDUCE from it is no ask
+    write_barrier(sut, COMM, 2, parent=0, children=(1, 2))
+    check.mark()
+    assert ports_of(send_agg(sut, PARENT_PORT, [1] * LANES, epoch=2)) == {}
+    assert check.new_drops() == {DropReason.NOT_CHILD: 1}
+
+
 REDUCE_SCENARIOS = [
+    scenario_reduce_resend_asks_the_missing_children,
+    scenario_reduce_switch_asked_by_its_parent,
     scenario_reduce_every_op_on_a_root,
     scenario_reduce_duplicates_never_add_twice,
     scenario_reduce_non_root_partial_up_and_result_down,

@@ -39,6 +39,9 @@ class EngineConfig:
     # full frames; a multicast root 128 segments ahead lost a third of them (measured).
     message_window: int = 64  # unacknowledged segments per unicast message
     mcast_window: int = 32  # segments the multicast root runs ahead of its slowest receiver
+    # unacknowledged segments a root keeps on one tree across its multicasts (a root returns
+    # once its data went out; transport/multicast_root.py _tree_full)
+    mcast_tree_window: int = 32
     cwnd_initial: float = 16.0
     cwnd_max: float = 64.0
     # Timers are generous because dozens of agents and BMv2 switches share two cores in
@@ -98,6 +101,11 @@ class EngineConfig:
     # backs off to this); with per-chunk timers capped at 0.2 s a 72-rank allreduce resent
     # 2,300 chunks per rank and starved the switches
     reduce_rto_max: float = 1.0
+    # a reduction's ranks resend a late chunk in turns (transport/switch_reduce.py), one
+    # round trip of a chunk apart, at least this and at most 4 times this (its timer and fast
+    # retransmit alike): one resend repairs any loss (the switches ask the host that must
+    # resend), and when every rank resent at once one lost REDUCE cost 72 resends
+    reduce_stagger: float = 0.02
     # Early data (a message that arrives before its receiver asks for it) is accepted for
     # epochs this far from the newest the rank started: nonblocking and persistent
     # collectives overlap a few instances, not hundreds; senders beyond it retransmit later.
@@ -146,6 +154,8 @@ class EngineStats:
     mcast_acks_at_root: int = 0  # multicast ACK frames reaching this node as a multicast root
     nacks_sent: int = 0
     tail_nacks: int = 0  # of nacks_sent: for a tail that stopped (no later segment shows a gap)
+    # segments a NACK asked for whose original arrived after it (transport/nack_timing.py)
+    premature_nacks: int = 0
     nacks_received: int = 0
     nacks_forwarded: int = 0
     coroot_repairs: int = 0  # segments a co-root resent to a member from its own copy
@@ -154,6 +164,11 @@ class EngineStats:
     arrive_retransmissions: int = 0
     reduce_sent: int = 0
     reduce_retransmissions: int = 0
+    # of reduce_retransmissions: on the reduction's timer, after later results overtook the
+    # chunk, and asked by the switch (transport/switch_reduce.py)
+    reduce_timer_resends: int = 0
+    reduce_overtaken_resends: int = 0
+    reduce_asked_resends: int = 0
     receive_drops: int = 0  # dropped by the kernel before the agent read them (buffer full)
     dropped: collections.Counter[str] = field(default_factory=collections.Counter)
 

@@ -5,10 +5,9 @@ co-root, or the root: :mod:`host_agents.plans`): once complete, and before that,
 longer than the root's window, every ``ack_every`` segments or ``ack_delay``, for a shorter one
 only with a NACK. It reports a gap with a
 NACK after a random delay, cancelled if the repair another receiver asked for arrives first.
-A missing tail (no later segment shows the gap) is reported after a silence (``tail_quiet``:
-from ``tail_delay``, doubling when the segment then arrives as first sent, a false alarm on a
-busy host, and shrinking back when a repair was needed), so a lost last segment costs a round
-trip to the ACK target, not a timeout at the root.
+A missing tail (no later segment shows the gap) is reported after a silence, so a lost last
+segment costs a round trip to the ACK target, not a timeout at the root. Both waits are learnt
+from how the NACKs turned out (:mod:`host_agents.transport.nack_timing`).
 With switch-merged ACKs the ACKs are checkpoints into the tree instead
 (:mod:`host_agents.transport.merged_acks`); NACKs go the same way.
 For a published one (NO_ACK) it only collects segments; the caller asks for repairs
@@ -28,6 +27,7 @@ from host_agents.transport.inbox import Inbox
 from host_agents.transport.keys import McastKey
 from host_agents.transport.merged_acks import SwitchAcks
 from host_agents.transport.messages import Incoming
+from host_agents.transport.nack_timing import NackTiming
 from host_agents.transport.publish import RepairRequests
 from host_agents.transport.queue_wait import queue_allowance, silence_is_loss
 
@@ -55,7 +55,7 @@ class MulticastReceiver:
         self._ack_self = ack_self
         self._nack_self = nack_self
         self._relay = relay
-        self.tail_quiet = self.cfg.tail_delay
+        self.timing = NackTiming(self.cfg, endpoint.stats)
         self.switch_acks = SwitchAcks(endpoint)
 
     def incoming(self, key: McastKey, size: int) -> Incoming:
@@ -83,6 +83,7 @@ class MulticastReceiver:
         merged = not no_ack and self._merged(hdr)
         completed = self.inbox.completed.get(key)
         if completed is not None:
+            self.timing.arrived(key, hdr.seg_idx, hdr.flags, new=False)
             self.endpoint.stats.duplicates += 1
             if hdr.flags & Flag.REPAIR and not no_ack:
                 self._relay(key, hdr.seg_idx)
@@ -96,8 +97,8 @@ class MulticastReceiver:
             return
         msg, new = admitted
         msg.published = no_ack
-        if new and msg.last_nack > 0 and not no_ack:
-            self._learn_tail_quiet(repaired=bool(hdr.flags & (Flag.REPAIR | Flag.RETRANSMIT)))
+        if not no_ack:
+            self.timing.arrived(key, hdr.seg_idx, hdr.flags, new=new)
         if hdr.flags & Flag.REPAIR:
             if no_ack and (new or hdr.op == Op.UNICAST):
                 # a published multicast's pause learns from repairs this node asked for (or
@@ -120,9 +121,9 @@ class MulticastReceiver:
         if msg.nack_timer is None:
             if msg.highest >= msg.contiguous:
                 # a gap: wait a random moment, the repair another receiver asked for may come
-                delay = self.endpoint.rng.uniform(0.2, 1.0) * self.cfg.nack_delay
+                delay = self.endpoint.rng.uniform(0.2, 1.0) * self.timing.gap_wait
             else:
-                delay = self.tail_quiet  # in order so far: ask for the rest if it stalls
+                delay = self.timing.tail_quiet  # in order so far: ask for the rest if it stalls
             msg.nack_timer = self.loop.call_later(delay, self._nack, msg, hdr, target)
         if merged:
             self.switch_acks.on_segment(msg, hdr, new=new)
@@ -143,14 +144,6 @@ class MulticastReceiver:
         """Does the root send all of ``msg`` at once (no more segments than its window)? Then
         its receivers report progress only when complete or with a NACK."""
         return msg.seg_count <= self.cfg.mcast_window
-
-    def _learn_tail_quiet(self, *, repaired: bool) -> None:
-        """A segment of a message we NACKed arrived: as a repair (the loss was real, ask
-        sooner) or as first sent (a false alarm: the host was slow, wait longer)."""
-        if repaired:
-            self.tail_quiet = max(self.cfg.tail_delay, self.tail_quiet * 0.75)
-        else:
-            self.tail_quiet = min(self.cfg.rto_max / 2, self.tail_quiet * 2)
 
     def _ack_now(self, msg: Incoming, hdr: wire.Header, target: int) -> None:
         if msg.ack_timer is not None:
@@ -201,7 +194,7 @@ class MulticastReceiver:
         # what a receiver lacks before it then shows as a gap), so its receivers ask only
         # for gaps: with every rank rooting 16 KiB, 3,298 of 3,734 NACKs were for tails
         # still queued, and 2,342 of 2,377 even when asked only after 2 s of silence
-        quiet = self.tail_quiet + queue_allowance(self.endpoint, now)
+        quiet = self.timing.tail_quiet + queue_allowance(self.endpoint, now)
         limit = max(quiet, self.cfg.rto_max)
         stalled = not merged and silence_is_loss(self.endpoint, now, silent, quiet, limit)
         ranges = msg.missing_ranges(MAX_NACK_RANGES, through_tail=stalled)
@@ -231,6 +224,7 @@ class MulticastReceiver:
         self.endpoint.stats.nacks_sent += 1
         if stalled and msg.highest + 1 <= msg.contiguous:
             self.endpoint.stats.tail_nacks += 1
+        self.timing.asked(McastKey.of(hdr), ranges, msg.highest)
         self._send_nack(hdr, target, ranges)
         msg.nack_retry = min(retry * 2, self.cfg.rto_max)
         msg.nack_timer = self.loop.call_later(retry, self._nack, msg, hdr, target)

@@ -20,8 +20,19 @@ resent 2,300 chunks each in one 64 KiB allreduce that way). One timer per reduct
 whenever a result arrives; when it runs out, every outstanding chunk is resent once and the
 timer backs off. Its base is learnt from results' round trips, and for an instance's first
 chunks from how long those usually take (they also wait for the last rank to arrive). A chunk
-whose later neighbours' results have arrived while its own has not was lost, and is resent at
-once (fast retransmit).
+whose later neighbours' results have arrived while its own has not was lost (fast
+retransmit).
+
+One resend repairs whatever held a chunk (issue 33; common/reduce.p4 agg_repair): it climbs
+the complete switches to the first incomplete one, which *asks* its missing children (the
+REDUCE sent down), down to the host whose contribution was lost, which resends it at once; a
+switch that holds the result answers. So the ranks resend in turns (the timer's and fast
+retransmit's alike): the communicator's first member at once, the first members of each
+dragonfly group two turns later, of each switch three, the others four (a turn is about a
+chunk's round trip, at least ``reduce_stagger``); the first resend's repair usually reaches the
+others before their turn; on the timer the others wait a timeout more, so the first member
+tries again first when a frame of its repair was lost. When every rank resent, one REDUCE lost
+on a host's link cost 72 resends.
 """
 
 from __future__ import annotations
@@ -47,6 +58,8 @@ InstanceKey = tuple[int, int]  # (comm, epoch)
 LATER_RESULTS_FOR_LOSS = 2
 # a timeout learnt from round trips is at most this many times ``barrier_rto``
 LEARNT_RTO_LIMIT = 4
+# a resend turn learnt from round trips is at most this many times ``reduce_stagger``
+STAGGER_LIMIT = 4
 
 
 @dataclass(slots=True)
@@ -57,8 +70,13 @@ class _Instance:
     results: list[bytes | None]
     first_sent: dict[int, float] = field(default_factory=dict)  # chunk -> first send time
     resent: set[int] = field(default_factory=set)
+    last_resent: dict[int, float] = field(default_factory=dict)  # chunk -> its last resend
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     known: int = 0
+    sent: int = 0  # chunks sent so far: an ask for a later one is answered by its first send
+    stagger: float = 0.0  # one resend turn (SwitchReduce._stagger)
+    lowest: int = 0  # the lowest chunk without a result
+    resend: Callable[[int, bool], None] | None = None  # (chunk, asks): once running
     failure: EngineError | None = None  # set when the communicator is freed under it
 
 
@@ -73,6 +91,23 @@ class SwitchReduce:
         # comm -> an instance's first send to its first result: the round trip plus the wait
         # for the last rank to arrive, which no resend shortens
         self._entry: dict[int, RttEstimate] = {}
+
+    def turns(self, comm: int) -> int:
+        """This rank's place in the resend order: one for each of the communicator, its
+        dragonfly group and its switch whose first member it is not. A chunk held for a
+        whole subtree (a loss above it) is resent first by the subtree's first member, and
+        the others of the subtree wait at least one turn more (the reduction's tree enters
+        each group by one switch); a rank that alone lacks a result waits the longest."""
+        directory, me = self.endpoint.directory, self.endpoint.node
+        members = directory.comms.get(comm, ())
+        if me not in members or me not in directory.places:
+            return 0
+        turns = 0
+        for level in (lambda n: 0, directory.group_of, directory.switch_of):
+            mine = level(me)
+            first = next(m for m in members if m in directory.places and level(m) == mine)
+            turns += first != me
+        return turns
 
     def chunks(self, nbytes: int) -> int:
         return max(1, -(-nbytes // (self.cfg.agg_lanes * LANE_BYTES)))
@@ -131,13 +166,17 @@ class SwitchReduce:
             msg_len=chunk_bytes,
         )
 
-        def send(chunk: int, again: bool) -> None:
+        def send(chunk: int, again: bool, asks: bool = True) -> None:
+            """``again`` with ``asks``: a resend that asks the switches for what is missing
+            (RETRANSMIT); without: the answer to an ask, which asks nothing in turn."""
             hdr = header.with_(seg_idx=instance.base + chunk)
             part = payload[chunk * chunk_bytes : (chunk + 1) * chunk_bytes]
             if again:
-                endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=Flag.RETRANSMIT), part)
+                flags = Flag.RETRANSMIT if asks else Flag.NONE
+                endpoint.send_frame(BROADCAST_MAC, hdr.with_(flags=flags), part)
                 endpoint.stats.reduce_retransmissions += 1
                 instance.resent.add(chunk)
+                instance.last_resent[chunk] = loop.time()
             else:
                 endpoint.send_frame(BROADCAST_MAC, hdr, part)
                 endpoint.stats.reduce_sent += 1
@@ -153,16 +192,30 @@ class SwitchReduce:
         # much later than a round trip.
         round_trip_cap = min(LEARNT_RTO_LIMIT * self.cfg.barrier_rto, self.cfg.reduce_rto_max)
         backoff = self._base_rto(entry, self.cfg.reduce_rto_max)
+        turns = self.turns(comm)
+        overtaken: dict[int, float] = {}  # chunk -> when its fast retransmit is due
+        probed: tuple[int, int] | None = None  # the chunk the timer resent, and chunks sent
+        followed: dict[int, float] = {}  # chunk -> when the timer's probe scheduled it
+        instance.resend = lambda chunk, asks: send(chunk, True, asks)
         started = last_event = last_result = loop.time()
         while lowest < count:
             while sent < count and sent < lowest + in_flight:  # its slot's last result is here
                 send(sent, again=False)
                 sent += 1
+            instance.sent = sent
+            instance.stagger = self._stagger(rtt)
+            # the first member's resend of a chunk held for everyone usually repairs it by
+            # an ask, two round trips, so the next wait a turn more after it; and on the
+            # timer a whole timeout more: a frame of the repair it set off may be lost, and
+            # it tries again before them (when it did not, every group's first member resent)
+            turn = (turns + 1 if turns else 0) * instance.stagger
+            timer_turn = turn + (backoff if turns else 0.0)
             now = loop.time()
             if now - last_result >= timeout:
                 what = f"waiting for the RESULT of chunk {instance.base + lowest} of reduction"
                 raise PeerTimeout(own_switch(endpoint), f"{what} {epoch} on comm {comm}", timeout)
-            wait = min(last_event + backoff, last_result + timeout) - now
+            due = min(overtaken.values(), default=now + timeout)
+            wait = min(last_event + backoff + timer_turn, last_result + timeout, due) - now
             if wait > 0 and instance.known == known:
                 instance.arrived.clear()
                 with contextlib.suppress(TimeoutError):
@@ -189,32 +242,94 @@ class SwitchReduce:
                     backoff = self._base_rto(entry, self.cfg.reduce_rto_max)
                 while lowest < count and results[lowest] is not None:
                     lowest += 1
-                self._resend_overtaken(results, lowest, sent, instance, send)
-            elif now - last_event >= backoff:
-                for chunk in range(lowest, sent):
-                    if results[chunk] is None:
-                        send(chunk, again=True)
+                instance.lowest = lowest
+                for chunk in self._overtaken(results, lowest, sent, instance):
+                    overtaken.setdefault(chunk, now + turn)
+                if probed is not None and results[probed[0]] is not None:
+                    for chunk in range(lowest, probed[1]):
+                        if results[chunk] is None:
+                            overtaken.setdefault(chunk, now + turn + instance.stagger)
+                            followed[chunk] = now
+                    probed = None
+            elif now - last_event >= backoff + timer_turn:
+                # after progress the lowest only: one cause (a rank behind) often holds every
+                # chunk in flight, and one resend's asks reach it; the others sent before it
+                # are resent a turn after its result if theirs is still missing. Again
+                # without progress, every one: at 3% loss the lowest alone, round after
+                # backed-off round, made a 64 KiB allreduce six times slower
+                overtaken.clear()
+                stuck = [c for c in range(lowest, sent) if results[c] is None]
+                for chunk in stuck[:1] if probed is None else stuck:
+                    send(chunk, again=True)
+                    endpoint.stats.reduce_timer_resends += 1
+                probed = (lowest, sent)
                 last_event = now
                 backoff = min(backoff * 2, self.cfg.reduce_rto_max)
+            for chunk, at in list(overtaken.items()):
+                # it came, or an ask had it resent meanwhile (since the probe scheduled it)
+                since = followed.get(chunk, -1.0)
+                if results[chunk] is not None or instance.last_resent.get(chunk, -1.0) > since:
+                    del overtaken[chunk]
+                    followed.pop(chunk, None)
+                elif at <= now:
+                    del overtaken[chunk]
+                    followed.pop(chunk, None)
+                    send(chunk, again=True)
+                    endpoint.stats.reduce_overtaken_resends += 1
+
+    def _stagger(self, rtt: RttEstimate) -> float:
+        """One turn: about a chunk's round trip (learnt, as the time a repair takes to show),
+        between ``reduce_stagger`` and STAGGER_LIMIT times it."""
+        floor = self.cfg.reduce_stagger
+        return min(max(floor, rtt.srtt), STAGGER_LIMIT * floor)
 
     def _base_rto(self, rtt: RttEstimate, cap: float) -> float:
         return min(max(self.cfg.barrier_rto, rtt.rto), cap)
 
     @staticmethod
-    def _resend_overtaken(
-        results: list[bytes | None],
-        lowest: int,
-        sent: int,
-        instance: _Instance,
-        send: Callable[[int, bool], None],
-    ) -> None:
-        """Resend, once, each missing chunk that enough later chunks' results have overtaken."""
+    def _overtaken(
+        results: list[bytes | None], lowest: int, sent: int, instance: _Instance
+    ) -> list[int]:
+        """The missing chunks, never resent, that enough later chunks' results overtook."""
         later = 0
+        lost = []
         for chunk in range(sent - 1, lowest - 1, -1):
             if results[chunk] is not None:
                 later += 1
             elif later >= LATER_RESULTS_FOR_LOSS and chunk not in instance.resent:
-                send(chunk, True)
+                lost.append(chunk)
+        return lost
+
+    def on_switch_frame(self, hdr: wire.Header, payload: memoryview) -> None:
+        """A RESULT, or a REDUCE asking for this host's part, from this host's own switch."""
+        if hdr.op == Op.RESULT:
+            self.on_result(hdr, payload)
+        else:
+            self.on_ask(hdr)
+
+    def on_ask(self, hdr: wire.Header) -> None:
+        """The switch misses this host's contribution to a chunk: resend it now (asking
+        nothing: the switch that asked is waiting for exactly this). A host that has not sent
+        that chunk yet waits for the result of an earlier one (of this reduction or the one it
+        is still in), which its own switch may hold already: it resends that one now, asking,
+        instead of in its turn (the ranks before it would resend first, in vain). A copy of
+        an ask, or a second within a resend turn, is answered by the resend already sent."""
+        asked = self._active.get((hdr.comm_id, hdr.epoch))
+        chunk = -1 if asked is None else hdr.seg_idx - asked.base
+        if asked is not None and 0 <= chunk < asked.sent:
+            self._resend_once(asked, chunk, asks=False)
+            return
+        for (comm, _), instance in self._active.items():
+            if comm == hdr.comm_id and instance.lowest < len(instance.results):
+                self._resend_once(instance, instance.lowest, asks=True)
+
+    def _resend_once(self, instance: _Instance, chunk: int, asks: bool) -> None:
+        if instance.resend is None or instance.results[chunk] is not None:
+            return
+        resent = instance.last_resent.get(chunk)
+        if resent is None or self.loop.time() - resent >= instance.stagger:
+            instance.resend(chunk, asks)
+            self.endpoint.stats.reduce_asked_resends += 1
 
     def on_result(self, hdr: wire.Header, payload: memoryview) -> None:
         """A RESULT from this host's own switch."""

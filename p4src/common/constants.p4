@@ -224,6 +224,7 @@ const bit<8> AGG_ABSORB = 1; /* recorded; other children still missing */
 const bit<8> AGG_SEND_UP = 2; /* partial aggregate (or its resend) to the parent */
 const bit<8> AGG_DISTRIBUTE = 3; /* RESULT to every child: root completion, or from the parent */
 const bit<8> AGG_ANSWER = 4; /* result known: RESULT back to the sender only */
+const bit<8> AGG_ASK = 5; /* the REDUCE down to the children not recorded yet (a repair) */
 
 /* What a reduction does with the slot's lanes */
 const bit<8> AGG_LANES_NONE = 0;

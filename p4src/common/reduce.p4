@@ -108,6 +108,24 @@ bit<8> agg_admission_reason(in bit<8> op, in port_num_t in_port, in port_bitmap_
     return reason;
 }
 
+/* agg_admission_reason, and a REDUCE from the parent port admitted: the parent asks for this
+ * subtree's contribution (agg_repair). in_child as for agg_admission_reason. */
+bit<8> agg_admission_with_asks(in bit<8> op, in port_num_t in_port, in port_bitmap_t in_child,
+                               in port_bitmap_t child_mask, in port_num_t parent_port) {
+    bit<8> reason = agg_admission_reason(op, in_port, in_child, child_mask, parent_port);
+    if (reason == DROP_NOT_CHILD && parent_port != 0 && in_port == parent_port) {
+        reason = DROP_NONE;
+    }
+    return reason;
+}
+
+/* A REDUCE from the parent (admitted by agg_admission_with_asks) asks for this subtree's part:
+ * it records nothing and takes no slot (a slot it claimed would add the next contribution to
+ * the lanes of the chunk before). */
+bool agg_is_ask(in bit<8> op, in port_bitmap_t in_port_bit, in port_bitmap_t child_mask) {
+    return op == OP_REDUCE && (child_mask & in_port_bit) == 0;
+}
+
 /* What to do with a REDUCE or RESULT that is not stale, from agg_arrived before it. verdict is
  * one of AGG_*; lane_mode says what happens to the slot's lanes; reason is set for a drop.
  * The caller computes, in actions, counted = previous & in_port_bit (this child counted
@@ -158,6 +176,41 @@ void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
     }
 }
 
+/* Repairs, after agg_classify (the v1model shim; the TNA shim does not call it yet). Hosts
+ * resend a chunk whose RESULT is late one at a time, in member order, so a resend must repair
+ * whatever held the chunk, wherever that is:
+ * - a resent REDUCE (RETRANSMIT) that finds the slot incomplete with its child recorded *asks*
+ *   the children still missing (AGG_ASK: the REDUCE sent down to them), instead of being
+ *   dropped as a duplicate;
+ * - an ask (a REDUCE from the parent port) is answered by a complete slot with its aggregate
+ *   (SEND_UP: the partial went up and was lost), and passed by an incomplete one to its own
+ *   missing children; a host asked resends its contribution. A slot that holds the result
+ *   already ignores an ask (it is older than the RESULT that passed here).
+ * Without a loss nothing changes: a REDUCE from a child never carries RETRANSMIT the first
+ * time, and the parent sends REDUCEs down only to ask. */
+void agg_repair(in bit<8> op, in bit<8> flags, in port_bitmap_t previous,
+                in port_bitmap_t in_port_bit, in port_bitmap_t child_mask,
+                inout bit<8> verdict, inout bit<8> lane_mode, inout bit<8> reason) {
+    if (op != OP_REDUCE) {
+        return;
+    }
+    if (agg_is_ask(op, in_port_bit, child_mask)) {
+        reason = DROP_NONE;
+        verdict = AGG_ASK;
+        lane_mode = AGG_LANES_NONE;
+        if ((previous & AGG_RESULT_KNOWN) != 0) {
+            verdict = 0;
+            reason = DROP_AGG_DUPLICATE;
+        } else if (previous == child_mask) {
+            verdict = AGG_SEND_UP;
+            lane_mode = AGG_LANES_READ;
+        }
+    } else if (reason == DROP_AGG_DUPLICATE && (flags & FLAG_RETRANSMIT) != 0) {
+        reason = DROP_NONE;
+        verdict = AGG_ASK;
+    }
+}
+
 /* Instances are numbered by the communicator's barrier epochs, so a reduction moves the barrier
  * slot's released epoch on like a barrier does (keeping later barriers inside their window):
  * when this switch sends the RESULT of an instance's last chunk (seg_idx + 1 = seg_count) down
@@ -205,6 +258,10 @@ control ReduceDecide(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.agg_verdict == AGG_SEND_UP) {
             meta.out_kind = OUT_UNICAST;
             meta.out_port = meta.bar_parent;
+        } else if (meta.agg_verdict == AGG_ASK) {
+            meta.out_kind = OUT_MCAST; /* still a REDUCE: to the children not recorded */
+            meta.mcast_children = meta.bar_child_mask & ~meta.agg_previous;
+            meta.filter_children = 1;
         } else {
             hdr.coll.op = OP_RESULT;
             meta.out_kind = OUT_MCAST;

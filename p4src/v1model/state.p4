@@ -81,12 +81,13 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     register<port_bitmap_t>(NETCOLL_AGG_SLOTS) agg_arrived;
     register<bit<32>>(NETCOLL_AGG_LANE_CELLS) agg_lanes;
 
-    /* Take the slot for this chunk unless it holds a newer one. */
+    /* Take the slot for this chunk unless it holds a newer one, or the packet is an ask. */
     action claim_key() {
         bit<64> key;
         agg_key.read(key, meta.agg_slot);
         meta.agg_relation = agg_key_relation(key[63:32], key[31:0], meta.agg_tag, meta.agg_owner);
-        agg_key.write(meta.agg_slot, (meta.agg_relation == AGG_KEY_FRESH)
+        agg_key.write(meta.agg_slot, (meta.agg_relation == AGG_KEY_FRESH
+            && !agg_is_ask(hdr.coll.op, meta.in_port_bit, meta.bar_child_mask))
             ? meta.agg_tag ++ meta.agg_owner : key);
     }
 
@@ -96,8 +97,10 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         meta.agg_previous = agg_arrivals_before(meta.agg_relation, stored);
         meta.missing_after = meta.bar_child_mask ^ (meta.agg_previous | meta.in_port_bit);
         meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
-        agg_arrived.write(meta.agg_slot, agg_arrivals_after(hdr.coll.op, meta.agg_relation,
-            stored, meta.in_port_bit, meta.bar_child_mask));
+        agg_arrived.write(meta.agg_slot,
+            agg_is_ask(hdr.coll.op, meta.in_port_bit, meta.bar_child_mask) ? stored
+            : agg_arrivals_after(hdr.coll.op, meta.agg_relation, stored, meta.in_port_bit,
+                                 meta.bar_child_mask));
     }
 
     action set_lanes() {
@@ -114,8 +117,8 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 
     apply {
-        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_match,
-                                                meta.bar_child_mask, meta.bar_parent);
+        meta.drop_reason = agg_admission_with_asks(hdr.coll.op, meta.in_port,
+            meta.in_port_match, meta.bar_child_mask, meta.bar_parent);
         if (meta.drop_reason == DROP_NONE
                 && !agg_epoch_in_window(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped)) {
             meta.drop_reason = DROP_OUT_OF_WINDOW; /* BarrierState read the released epoch */
@@ -136,6 +139,8 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_match,
                      meta.missing_after, meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
                      meta.agg_lane_mode, meta.drop_reason);
+        agg_repair(hdr.coll.op, hdr.coll.flags, meta.agg_previous, meta.in_port_bit,
+                   meta.bar_child_mask, meta.agg_verdict, meta.agg_lane_mode, meta.drop_reason);
         if (meta.agg_lane_mode == AGG_LANES_SET) {
             set_lanes();
         } else if (meta.agg_lane_mode == AGG_LANES_COMBINE) {

@@ -294,3 +294,64 @@ def test_a_run_can_add_to_the_cells_of_some_collectives_only() -> None:
     assert reliability.chosen_keys("") == KEYS
     with pytest.raises(ValueError, match="allgatherr not in the matrix"):
         reliability.chosen_keys("bcast,allgatherr")
+
+
+def test_a_run_can_add_to_the_cells_of_some_fault_settings_and_algorithms_only() -> None:
+    keys = reliability.chosen_keys("allreduce,bcast", "loss1,bursty1", "innet")
+    assert keys == [
+        ("1% loss, every link", "bcast", "innet", 16384),
+        ("1% loss, every link", "allreduce", "innet", 1024),
+        ("bursty 1% loss, every link", "bcast", "innet", 16384),
+        ("bursty 1% loss, every link", "allreduce", "innet", 1024),
+    ]
+    assert len(reliability.chosen_keys("", "flap")) == len(reliability.CELLS)
+    assert {s.name for s in reliability.SETTINGS} >= {"loss1", "loss5", "flap"}
+    with pytest.raises(ValueError, match="--faults: loss3 not in the matrix"):
+        reliability.chosen_keys("", "loss1,loss3")
+    with pytest.raises(ValueError, match="--algorithms: ring not in the matrix"):
+        reliability.chosen_keys("", "", "ring")
+
+
+def test_an_unknown_fault_setting_stops_the_run_before_any_network(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--results", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.md")]
+    assert reliability.main([*argv, "--faults", "loss3"]) == 2
+    assert "--faults: loss3 not in the matrix" in capsys.readouterr().err
+
+
+def test_a_part_counts_what_the_agents_counted_until_their_tests_ended() -> None:
+    """The finalizing barrier's ARRIVE resends (ranks done first wait for the last) are not
+    the collective's: a part counts each agent's test_stats, or its stats where an agent did
+    not report them."""
+    from host_agents.launcher import LaunchResult
+
+    reports = {
+        1: {
+            "stats": {"retransmissions": 2, "arrive_retransmissions": 9, "nacks_sent": 5},
+            "test_stats": {"retransmissions": 2, "arrive_retransmissions": 0, "nacks_sent": 4},
+        },
+        2: {"stats": {"reduce_retransmissions": 3, "nacks_sent": 1}},
+    }
+
+    class Emulated:
+        name, kind = "g0", "global"
+
+    class Net:
+        emulated = [Emulated()]
+
+        def set_faults(self, *args: Any) -> None:
+            pass
+
+        def fault_stats(self) -> dict[str, Any]:
+            return {"totals": {"lost": 0, "forwarded": 0}}
+
+        def launcher(self) -> Any:
+            return self
+
+        def launch(self, workload: Any, timeout: float) -> LaunchResult:
+            return LaunchResult(reports=reports)
+
+    assert LaunchResult(reports=reports).stats_total("arrive_retransmissions") == 9
+    got = reliability.run_part(Net(), 1, (1, 2), KEYS[0], 10, 1, 0, 60.0)  # type: ignore[arg-type]
+    assert (got.retransmissions, got.nacks) == (5, 5)

@@ -281,9 +281,10 @@ def test_a_root_whose_repairs_keep_getting_lost_is_asked_again_within_a_few_paus
 
 
 def test_a_switch_reduction_backs_off_to_its_own_cap() -> None:
-    """A reduction with no RESULT coming resends its outstanding chunks with a timer that backs
-    off to ``reduce_rto_max`` (1 s) whatever the barrier's cap, or a 72-rank allreduce floods
-    its switches with retransmissions (2,300 per rank with a 0.2 s cap, measured)."""
+    """A reduction with no RESULT coming resends its outstanding chunks (first the lowest
+    alone: one resend asks the switches for whatever holds it) with a timer that backs off to
+    ``reduce_rto_max`` (1 s) whatever the barrier's cap, or a 72-rank allreduce floods its
+    switches with retransmissions (2,300 per rank with a 0.2 s cap, measured)."""
     from host_agents.transport.config import PeerTimeout
 
     async def main() -> None:
@@ -292,9 +293,10 @@ def test_a_switch_reduction_backs_off_to_its_own_cap() -> None:
         with pytest.raises(PeerTimeout):
             await engine.reduce_in_switches(COMM, 1, data, wire.AggOp.SUM, timeout=2.6)
         resent = [h for h in port.sent if h.op == wire.Op.REDUCE and h.flags & wire.Flag.RETRANSMIT]
-        per_chunk = len(resent) / 2
-        # 0.1, 0.3, 0.7, 1.5, 2.5 s: five each (a 0.2 s cap makes it thirteen)
-        assert 4 <= per_chunk <= 6, per_chunk
+        assert resent[0].seg_idx == 0 and resent[1].seg_idx == 0, "first the lowest alone"
+        per_chunk = [sum(1 for h in resent if h.seg_idx == c) for c in (0, 1)]
+        # 0.1, 0.3, 0.7, 1.5, 2.5 s: five, four for the second (a 0.2 s cap makes thirteen)
+        assert 4 <= per_chunk[0] <= 6 and per_chunk[1] == per_chunk[0] - 1, per_chunk
 
     asyncio.run(main())
 

@@ -1,0 +1,130 @@
+"""Issue 33: a reduction frame lost anywhere costs about one resend, not one per waiting rank.
+
+On the in-process fabric (the switches are controller/switch_model.py, the reference of the
+P4) with 72 ranks on Df(2,4,2), one chosen frame is lost per allreduce of 8 chunks: a REDUCE
+from one host, a REDUCE between switches, a RESULT between switches, a RESULT to one host.
+Before the fix every rank that missed a result resent: all 72 for a lost REDUCE (the next
+chunks' results overtook the missing one everywhere), a whole subtree for a RESULT lost
+between switches. Now the ranks resend in member order and the switches ask the host whose
+part is missing (common/reduce.p4 agg_repair; docs/protocol.md, Reduction repairs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from controller import wire
+from controller.topology_build import dragonfly
+from host_agents.collectives import Call
+from host_agents.engine import EngineConfig
+from tests.fabric import Cluster, Faults, LinkKey
+
+pytestmark = pytest.mark.unit
+
+TOPO = dragonfly(2, 4, 2)
+HOSTS = tuple(h.node_id for h in TOPO.hosts)
+HOST_PORTS = {(h.switch, h.port) for h in TOPO.hosts}
+NBYTES = 8 * wire.AGG_LANES * 4  # 8 chunks: a loss in the middle is overtaken by later ones
+# Timers well above what 72 engines in one process take for a lossless allreduce on a busy
+# machine, so only losses make anyone resend
+TIMERS = EngineConfig(barrier_rto=1.0, reduce_rto_max=4.0, reduce_stagger=0.05)
+
+Chooser = Callable[[LinkKey, wire.Header], bool]
+
+
+def between_switches(link: LinkKey) -> bool:
+    return link[0] >= 0 and link not in HOST_PORTS
+
+
+def lose(op: int, chunk: int, where: Callable[[LinkKey], bool], src: int = 0) -> Chooser:
+    return lambda link, hdr: (
+        hdr.op == op and hdr.seg_idx == chunk and where(link) and src in (0, hdr.src_node)
+    )
+
+
+def to_host(node: int) -> Callable[[LinkKey], bool]:
+    host = TOPO.host_by_node(node)
+    return lambda link: link == (host.switch, host.port)
+
+
+def test_one_lost_reduction_frame_costs_about_one_resend() -> None:
+    plan: dict[int, Chooser] = {
+        # epoch 1 waits for every engine to start
+        2: lose(wire.Op.REDUCE, 2, lambda link: link[0] < 0, src=HOSTS[5]),
+        3: lose(wire.Op.REDUCE, 3, between_switches),
+        4: lose(wire.Op.RESULT, 1, between_switches),
+        5: lose(wire.Op.RESULT, 4, to_host(HOSTS[7])),
+        # a late member that lost an early RESULT holds every later chunk (it sends chunk
+        # c + 4 only once it has c's result): asked for one it has not sent, it resends the
+        # one it waits for at once, not in its turn after 70 others
+        6: lose(wire.Op.RESULT, 1, to_host(HOSTS[70])),
+    }
+    lost: list[int] = []
+
+    def drop_if(link: LinkKey, frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        choose = plan.get(hdr.epoch)
+        if choose is None or hdr.epoch in lost or hdr.flags or not choose(link, hdr):
+            return False
+        lost.append(hdr.epoch)
+        return True
+
+    async def main() -> dict[int, int]:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            TOPO, HOSTS, loop=loop, config=TIMERS, faults=Faults(drop_if=drop_if), seed=33
+        )
+        resends: dict[int, int] = {}
+        for epoch in range(1, 8):
+            before = cluster.stats()["reduce_retransmissions"]
+            await asyncio.wait_for(
+                asyncio.gather(
+                    *(
+                        comm.run("allreduce", Call(bytes(NBYTES), 0, NBYTES), algorithm="innet")
+                        for comm in cluster.comms
+                    )
+                ),
+                60,
+            )
+            resends[epoch] = cluster.stats()["reduce_retransmissions"] - before
+        return resends
+
+    resends = asyncio.run(main())
+    assert sorted(lost) == sorted(plan), f"frames lost in epochs {lost}, planned {sorted(plan)}"
+    # a REDUCE lost on a host's link or between switches: the first member's resend, and the
+    # asked host's (or the asked switch sends its part up again)
+    assert resends[2] <= 2, resends
+    assert resends[3] <= 2, resends
+    # a RESULT lost between switches: the first member below resends, its switch answers
+    assert resends[4] <= 2, resends
+    # a RESULT lost on its way to one host: its own resend
+    assert resends[5] <= 1, resends
+    # the late member's RESULT: the first member's resends of the chunks held (it asks the
+    # late member) and the late member's own
+    assert resends[6] <= 4, resends
+    assert resends[1] == resends[7] == 0, resends
+
+
+def test_the_resend_order_follows_the_tree() -> None:
+    """The communicator's first member resends first; then each group's, each switch's first
+    member, then the others: a subtree's first member before the rest of it."""
+
+    async def main() -> dict[int, int]:
+        cluster = Cluster(TOPO, HOSTS, loop=asyncio.get_running_loop(), config=TIMERS)
+        return {c.rank: c.engine._switch_reduce.turns(1) for c in cluster.comms}
+
+    turns = asyncio.run(main())
+    by_place: dict[int, list[int]] = {}
+    for rank, node in enumerate(HOSTS):
+        host = TOPO.host_by_node(node)
+        by_place.setdefault(TOPO.switches[host.switch].group, []).append(rank)
+    assert turns[0] == 0
+    groups = list(by_place.values())
+    assert all(turns[g[0]] == 1 for g in groups[1:]), turns
+    assert sorted(turns.values()).count(0) == 1
+    assert max(turns.values()) == 3
+    # every rank of Df(2,4,2) shares its switch with one other: one of each pair is first
+    assert sorted(turns.values()).count(3) == len(HOSTS) // 2

@@ -21,6 +21,7 @@ from controller.topology_build import dragonfly
 from host_agents.collectives import Call
 from host_agents.engine import EngineConfig
 from tests.fabric import Cluster, Faults, LinkKey
+from tests.loss_plans import Chooser, OneLossPerEpoch
 
 pytestmark = pytest.mark.unit
 
@@ -31,8 +32,6 @@ NBYTES = 8 * wire.AGG_LANES * 4  # 8 chunks: a loss in the middle is overtaken b
 # Timers well above what 72 engines in one process take for a lossless allreduce on a busy
 # machine, so only losses make anyone resend
 TIMERS = EngineConfig(barrier_rto=1.0, reduce_rto_max=4.0, reduce_stagger=0.05)
-
-Chooser = Callable[[LinkKey, wire.Header], bool]
 
 
 def between_switches(link: LinkKey) -> bool:
@@ -62,15 +61,7 @@ def test_one_lost_reduction_frame_costs_about_one_resend() -> None:
         # one it waits for at once, not in its turn after 70 others
         6: lose(wire.Op.RESULT, 1, to_host(HOSTS[70])),
     }
-    lost: list[int] = []
-
-    def drop_if(link: LinkKey, frame: bytes) -> bool:
-        hdr = wire.parse_frame(frame).hdr
-        choose = plan.get(hdr.epoch)
-        if choose is None or hdr.epoch in lost or hdr.flags or not choose(link, hdr):
-            return False
-        lost.append(hdr.epoch)
-        return True
+    drop_if = OneLossPerEpoch(plan, first_sends_only=True)
 
     async def main() -> dict[int, int]:
         loop = asyncio.get_running_loop()
@@ -93,7 +84,7 @@ def test_one_lost_reduction_frame_costs_about_one_resend() -> None:
         return resends
 
     resends = asyncio.run(main())
-    assert sorted(lost) == sorted(plan), f"frames lost in epochs {lost}, planned {sorted(plan)}"
+    drop_if.assert_every_loss_happened()
     # a REDUCE lost on a host's link or between switches: the first member's resend, and the
     # asked host's (or the asked switch sends its part up again)
     assert resends[2] <= 2, resends

@@ -19,6 +19,7 @@ from controller import wire
 from controller.topology_build import dragonfly
 from host_agents.engine import EngineConfig
 from tests.fabric import Cluster, Faults, LinkKey
+from tests.loss_plans import Chooser, OneLossPerEpoch
 
 pytestmark = pytest.mark.unit
 
@@ -30,8 +31,6 @@ HOST_PORTS = {(h.switch, h.port) for h in TOPO.hosts}
 TIMERS = EngineConfig(
     barrier_echo_rto=0.5, barrier_rto=1.0, barrier_stagger=0.5, barrier_rto_max=4.0
 )
-
-Chooser = Callable[[LinkKey, wire.Header], bool]
 
 
 def between_switches(link: LinkKey) -> bool:
@@ -60,15 +59,7 @@ def test_one_lost_barrier_frame_costs_about_one_resend() -> None:
         6: lose_once(wire.Op.ARRIVE, 6, between_switches),
         7: lose_once(wire.Op.ARRIVE, 7, from_a_host),
     }
-    lost: list[int] = []
-
-    def drop_if(link: LinkKey, frame: bytes) -> bool:
-        hdr = wire.parse_frame(frame).hdr
-        choose = plan.get(hdr.epoch)
-        if choose is None or hdr.epoch in lost or not choose(link, hdr):
-            return False
-        lost.append(hdr.epoch)
-        return True
+    drop_if = OneLossPerEpoch(plan)
 
     async def main() -> dict[int, int]:
         loop = asyncio.get_running_loop()
@@ -85,7 +76,7 @@ def test_one_lost_barrier_frame_costs_about_one_resend() -> None:
         return resends
 
     resends = asyncio.run(main())
-    assert sorted(lost) == sorted(plan), f"frames lost in epochs {lost}, planned {sorted(plan)}"
+    drop_if.assert_every_loss_happened()
     # an ARRIVE lost on a host's link, outside repair mode and then in it, a RELEASE lost
     # between switches, an ARRIVE lost between switches: one resend (the first member's, or
     # the rank's own) and the one it asks for

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 
 from controller import wire
-from tests.fabric import LinkKey
+from controller.topology import Topology
+from host_agents.comm import Comm
+from host_agents.engine import EngineConfig
+from tests.fabric import Cluster, Faults, LinkKey
 
 # picks the frame to lose from its link and header
 Chooser = Callable[[LinkKey, wire.Header], bool]
@@ -35,3 +39,30 @@ class OneLossPerEpoch:
         assert sorted(self.lost) == sorted(self.plan), (
             f"frames lost in epochs {self.lost}, planned {sorted(self.plan)}"
         )
+
+
+def resends_per_epoch(
+    topo: Topology,
+    hosts: tuple[int, ...],
+    config: EngineConfig,
+    drop_if: OneLossPerEpoch,
+    epochs: int,
+    counter: str,
+    collective: Callable[[Comm], Awaitable[object]],
+) -> dict[int, int]:
+    """Run the collective on every rank once per epoch (1 .. epochs) under the plan's losses;
+    for each epoch, how much the engines' counter grew (every wait bounded at 60 s)."""
+
+    async def main() -> dict[int, int]:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            topo, hosts, loop=loop, config=config, faults=Faults(drop_if=drop_if), seed=33
+        )
+        resends: dict[int, int] = {}
+        for epoch in range(1, epochs + 1):
+            before = cluster.stats()[counter]
+            await asyncio.wait_for(asyncio.gather(*map(collective, cluster.comms)), 60)
+            resends[epoch] = cluster.stats()[counter] - before
+        return resends
+
+    return asyncio.run(main())

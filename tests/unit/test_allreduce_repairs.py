@@ -20,8 +20,8 @@ from controller import wire
 from controller.topology_build import dragonfly
 from host_agents.collectives import Call
 from host_agents.engine import EngineConfig
-from tests.fabric import Cluster, Faults, LinkKey
-from tests.loss_plans import Chooser, OneLossPerEpoch
+from tests.fabric import Cluster, LinkKey
+from tests.loss_plans import Chooser, OneLossPerEpoch, resends_per_epoch
 
 pytestmark = pytest.mark.unit
 
@@ -63,27 +63,15 @@ def test_one_lost_reduction_frame_costs_about_one_resend() -> None:
     }
     drop_if = OneLossPerEpoch(plan, first_sends_only=True)
 
-    async def main() -> dict[int, int]:
-        loop = asyncio.get_running_loop()
-        cluster = Cluster(
-            TOPO, HOSTS, loop=loop, config=TIMERS, faults=Faults(drop_if=drop_if), seed=33
-        )
-        resends: dict[int, int] = {}
-        for epoch in range(1, 8):
-            before = cluster.stats()["reduce_retransmissions"]
-            await asyncio.wait_for(
-                asyncio.gather(
-                    *(
-                        comm.run("allreduce", Call(bytes(NBYTES), 0, NBYTES), algorithm="innet")
-                        for comm in cluster.comms
-                    )
-                ),
-                60,
-            )
-            resends[epoch] = cluster.stats()["reduce_retransmissions"] - before
-        return resends
-
-    resends = asyncio.run(main())
+    resends = resends_per_epoch(
+        TOPO,
+        HOSTS,
+        TIMERS,
+        drop_if,
+        7,
+        "reduce_retransmissions",
+        lambda comm: comm.run("allreduce", Call(bytes(NBYTES), 0, NBYTES), algorithm="innet"),
+    )
     drop_if.assert_every_loss_happened()
     # a REDUCE lost on a host's link or between switches: the first member's resend, and the
     # asked host's (or the asked switch sends its part up again)

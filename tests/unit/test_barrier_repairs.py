@@ -10,7 +10,6 @@ was still recovering it (docs/protocol.md, Barrier repairs).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -18,8 +17,8 @@ import pytest
 from controller import wire
 from controller.topology_build import dragonfly
 from host_agents.engine import EngineConfig
-from tests.fabric import Cluster, Faults, LinkKey
-from tests.loss_plans import Chooser, OneLossPerEpoch
+from tests.fabric import LinkKey
+from tests.loss_plans import Chooser, OneLossPerEpoch, resends_per_epoch
 
 pytestmark = pytest.mark.unit
 
@@ -61,21 +60,15 @@ def test_one_lost_barrier_frame_costs_about_one_resend() -> None:
     }
     drop_if = OneLossPerEpoch(plan)
 
-    async def main() -> dict[int, int]:
-        loop = asyncio.get_running_loop()
-        cluster = Cluster(
-            TOPO, HOSTS, loop=loop, config=TIMERS, faults=Faults(drop_if=drop_if), seed=33
-        )
-        resends: dict[int, int] = {}
-        for epoch in range(1, 9):
-            before = cluster.stats()["arrive_retransmissions"]
-            await asyncio.wait_for(
-                asyncio.gather(*(comm.barrier(algorithm="innet") for comm in cluster.comms)), 60
-            )
-            resends[epoch] = cluster.stats()["arrive_retransmissions"] - before
-        return resends
-
-    resends = asyncio.run(main())
+    resends = resends_per_epoch(
+        TOPO,
+        HOSTS,
+        TIMERS,
+        drop_if,
+        8,
+        "arrive_retransmissions",
+        lambda comm: comm.barrier(algorithm="innet"),
+    )
     drop_if.assert_every_loss_happened()
     # an ARRIVE lost on a host's link, outside repair mode and then in it, a RELEASE lost
     # between switches, an ARRIVE lost between switches: one resend (the first member's, or

@@ -134,8 +134,7 @@ bool ack_sends_up(in port_bitmap_t previous, in port_bitmap_t missing_after,
 
 /* After AckState: one ACK up the parent port when the cell completes, or the leader repeats. */
 control AckMergeDecide(inout headers_t hdr, inout coll_meta_t meta) {
-    /* in an action: assigned in the apply block, the value would be propagated back into the
-     * test (p4c's LocalCopyPropagation), which a Tofino gateway cannot evaluate */
+    /* operands of ack_sends_up, in actions (why: common/headers.p4, operands) */
     action compute_cell_with_this_ack() {
         meta.missing_after = meta.ack_previous | meta.in_port_bit;
     }

@@ -151,7 +151,9 @@ struct coll_meta_t {
 
     /* Bitmap operands of the decisions' tests, computed in actions before the tests: a Tofino
      * gateway compares a field with a constant or with one other field; it cannot mask one
-     * field with another (docs/porting-to-tofino.md). Tofino's PHV has few 32-bit
+     * field with another (docs/porting-to-tofino.md). In actions, not in an apply block:
+     * there p4c's LocalCopyPropagation folds the assignment back into the condition that
+     * reads it, even for a metadata field; after an action the value is unknown to it. Tofino's PHV has few 32-bit
      * containers, so the two serve the barrier, the reduction and the merged ACKs (no packet
      * is two), each in two steps:
      *   in_port_match   the tree's child mask & in_port_bit (is the port a child?), then in a

@@ -284,9 +284,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         size = 8;
     }
 
-    /* Operands of the decisions' tests, computed in actions: an assignment in the apply block
-     * is propagated into the condition that reads it (p4c's LocalCopyPropagation), where a
-     * gateway cannot subtract or combine two fields; after an action the value is unknown. */
+    /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands) */
     action compute_arrival_operands() {
         meta.missing_after = meta.agg_previous | meta.in_port_bit;
         meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
@@ -450,9 +448,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         }
     };
 
-    /* Operands of the decisions' tests, computed in actions: an assignment in the apply block
-     * is propagated into the condition that reads it (p4c's LocalCopyPropagation), where a
-     * gateway cannot subtract or combine two fields; after an action the value is unknown. */
+    /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands) */
     action compute_config_operands() {
         meta.in_port_match = meta.bar_child_mask & meta.in_port_bit;
         meta.arch_seg_idx = seg_idx_copy.get({hdr.coll.seg_idx});

@@ -101,7 +101,8 @@ class Incoming(Source):
         self.ack_timer: asyncio.TimerHandle | None = None
         self.nack_timer: asyncio.TimerHandle | None = None
         self.last_nack = -1e9
-        self.repair_asks = 0  # NACKs for this published multicast (one: a clean RTT sample)
+        self.repair_asks = 0  # NACKs for this published multicast
+        self.first_nack = -1e9  # when the first of them was sent
         self.nack_retry = 0.0  # how long before NACKing again (0: not NACKed yet)
         self.highest = -1
         self.consumed = False

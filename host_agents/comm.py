@@ -92,6 +92,7 @@ class Comm:
         # work a collective left running after it returned (a published allgather block kept
         # for repairs until a switch barrier confirms that every rank has it)
         self._background: set[asyncio.Task[None]] = set()
+        self._settling = 0
         engine.register_comm(comm_id, members, switch_acks=self.options.ack_merge == "switch")
 
     # -- ranks and nodes ----------------------------------------------------------------
@@ -128,8 +129,19 @@ class Comm:
 
     async def settle(self) -> None:
         """Wait for the work collectives left running (each bounds its own waits)."""
-        while self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        self._settling += 1
+        try:
+            while self._background:
+                # a published block's confirmation is patient until somebody waits on it
+                self.engine.barriers.hurry(self.comm_id)
+                await asyncio.gather(*self._background, return_exceptions=True)
+        finally:
+            self._settling -= 1
+
+    @property
+    def settling(self) -> bool:
+        """Somebody waits for this communicator's background work (:meth:`settle`)."""
+        return self._settling > 0
 
     def _check_live(self) -> None:
         if self._freed:

@@ -108,7 +108,7 @@ class Engine:
             nack_self=self._route_nack,
             relay=self._coroots.relay,
         )
-        self._barrier = Barrier(self)
+        self.barriers = Barrier(self)  # barrier epochs: ARRIVE resends, RELEASEs
         self._switch_reduce = SwitchReduce(self)
         self._probes = Probes(self)
         port.start(self.loop, self._on_frame)
@@ -137,12 +137,12 @@ class Engine:
         if switch_acks != (comm in self.directory.switch_acks):
             self.directory.switch_acks ^= {comm}
             self._forget_plans(comm)
-        self._barrier.register(comm)
+        self.barriers.register(comm)
 
     def resume_barrier(self, comm: int, released: int) -> None:
         """The switches already released ``comm``'s barriers up to ``released`` (an earlier
         job on this communicator): the next ARRIVE is for the epoch after it."""
-        self._barrier.resume(comm, released)
+        self.barriers.resume(comm, released)
 
     def forget_comm(self, comm: int, linger: float | None = None) -> None:
         """This rank freed ``comm``: no new message is taken on it, but what it completed is
@@ -163,7 +163,7 @@ class Engine:
             timer.cancel()
         self.directory.comms.pop(comm, None)
         self._epochs.forget(comm)
-        self._barrier.purge(comm)
+        self.barriers.purge(comm)
         self._switch_reduce.purge(comm)
         self._inbox.purge(comm)
         self._coroots.purge(comm)
@@ -297,10 +297,10 @@ class Engine:
 
     def barrier_arrive(self, comm: int, epoch: int, timeout: float) -> asyncio.Future[None]:
         """Arrive at barrier ``epoch`` of ``comm``; the future completes at its release."""
-        return self._barrier.arrive(comm, epoch, timeout)
+        return self.barriers.arrive(comm, epoch, timeout)
 
     def released_epoch(self, comm: int) -> int:
-        return self._barrier.released_epoch(comm)
+        return self.barriers.released_epoch(comm)
 
     async def reduce_in_switches(
         self, comm: int, epoch: int, data: bytes | bytearray, op: wire.AggOp, timeout: float
@@ -355,7 +355,7 @@ class Engine:
             elif op in (Op.RESULT, Op.REDUCE):
                 self._switch_reduce.on_switch_frame(hdr, payload)
             else:
-                self._barrier.on_switch_frame(hdr)
+                self.barriers.on_switch_frame(hdr)
         elif op == Op.PING:
             self._probes.on_ping(hdr, payload)
         elif op == Op.PONG:

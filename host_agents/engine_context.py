@@ -80,6 +80,8 @@ class Communicator(Protocol):
     def rank(self) -> int: ...
     @property
     def size(self) -> int: ...
+    @property
+    def settling(self) -> bool: ...
 
     def next_barrier_epoch(self) -> int: ...
     def in_background(self, work: Coroutine[Any, Any, None]) -> None: ...
@@ -266,8 +268,11 @@ class EngineContext:
 
         async def confirm() -> None:
             try:
-                await self.engine.barrier_arrive(
-                    self.comm_id, epoch, self.options.first_data_timeout
+                await self.engine.barriers.arrive(
+                    self.comm_id,
+                    epoch,
+                    self.options.first_data_timeout,
+                    patient=not self.comm.settling,  # nobody waits on it yet
                 )
             except (EngineError, TimeoutError) as exc:
                 LOG.warning("%s", self.error(f"confirming switch barrier epoch {epoch}: {exc}"))

@@ -59,9 +59,12 @@ class Barrier:
     def released_epoch(self, comm: int) -> int:
         return self._released.get(comm, 0)
 
-    def arrive(self, comm: int, epoch: int, timeout: float) -> asyncio.Future[None]:
+    def arrive(
+        self, comm: int, epoch: int, timeout: float, *, patient: bool = False
+    ) -> asyncio.Future[None]:
         """Arrive at barrier ``epoch`` of ``comm``; the future completes at its release (or
-        fails with a PeerTimeout after ``timeout`` seconds of resending)."""
+        fails with a PeerTimeout after ``timeout`` seconds of resending). ``patient``: nobody
+        waits on the release, so resends wait ``barrier_patient_rto`` (ArriveResends)."""
         endpoint = self.endpoint
         released = self._released.get(comm)
         if released is None:
@@ -110,11 +113,19 @@ class Barrier:
             members = endpoint.directory.comms.get(comm, ())
             position = members.index(endpoint.node) if endpoint.node in members else 0
             self._positions[comm] = position
-        resends = ArriveResends(endpoint, waiter, send, timeout, what, position, asks_echo)
+        resends = ArriveResends(
+            endpoint, waiter, send, timeout, what, position, asks_echo, patient=patient
+        )
         self._resends[comm, epoch] = resends
         waiter.add_done_callback(forget)
         resends.start()
         return waiter
+
+    def hurry(self, comm: int) -> None:
+        """Somebody waits on ``comm``'s patient barriers now: resend them as others."""
+        for (resends_comm, _), resends in list(self._resends.items()):
+            if resends_comm == comm:
+                resends.hurry()
 
     def on_switch_frame(self, hdr: wire.Header) -> None:
         """A RELEASE or an ARRIVE from this host's own switch. An ARRIVE naming this rank in

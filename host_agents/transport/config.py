@@ -97,6 +97,9 @@ class EngineConfig:
     # but 72 ranks waiting out a slow reduction then resent ARRIVEs 5 times a second, each
     # passed up by its switch, and the full e2e allreduce innet ran past its deadline
     barrier_rto_max: float = 1.0
+    # a barrier nobody waits on (the allgather's confirmation) resends this long after its
+    # ARRIVE, echoed or not (transport/arrive_resends.py)
+    barrier_patient_rto: float = 4.0
     # the longest a reduction waits between resends of its outstanding chunks (its timer
     # backs off to this); with per-chunk timers capped at 0.2 s a 72-rank allreduce resent
     # 2,300 chunks per rank and starved the switches
@@ -169,6 +172,13 @@ class EngineStats:
     reduce_timer_resends: int = 0
     reduce_overtaken_resends: int = 0
     reduce_asked_resends: int = 0
+    # published multicasts (allgather innet): asks after a silence, asks whose answer was
+    # overdue, and the root's repairs by unicast, by multicast, and skipped as just resent
+    published_silence_asks: int = 0
+    published_overdue_asks: int = 0
+    published_unicast_repairs: int = 0
+    published_multicast_repairs: int = 0
+    published_repeats_skipped: int = 0
     receive_drops: int = 0  # dropped by the kernel before the agent read them (buffer full)
     dropped: collections.Counter[str] = field(default_factory=collections.Counter)
 

@@ -67,39 +67,41 @@ bool beyond_window(in epoch_t ahead_capped) {
 }
 
 /* What to do with an ARRIVE or RELEASE, from the slot's configuration and released epoch.
- * verdict is BARRIER_COUNT, BARRIER_ANSWER_RELEASE or BARRIER_ADVANCE; otherwise reason says
- * why the packet is dropped. The caller computes, in actions, in_child = child_mask &
- * in_port_bit and ahead = epoch - released (meta.in_port_match, meta.bar_ahead). */
-void barrier_classify(in bit<8> op, in epoch_t ahead, in epoch_t ahead_capped,
-                      in port_num_t in_port,
-                      in port_bitmap_t in_child, in port_bitmap_t child_mask,
-                      in port_num_t parent_port, out bit<8> verdict, out bit<8> reason) {
-    verdict = 0;
-    reason = DROP_NONE;
-    if (child_mask == 0) {
-        reason = DROP_BARRIER_UNCONFIGURED;
-    } else if (op == OP_ARRIVE) {
-        if (in_child == 0) {
-            reason = DROP_NOT_CHILD;
-        } else if (!epoch_distance_after(ahead)) {
-            verdict = BARRIER_ANSWER_RELEASE; /* late or retransmitted ARRIVE */
-        } else if (beyond_window(ahead_capped)) {
-            reason = DROP_OUT_OF_WINDOW;
+ * meta.bar_verdict is BARRIER_COUNT, BARRIER_ANSWER_RELEASE or BARRIER_ADVANCE; otherwise
+ * meta.drop_reason says why the packet is dropped. The caller computes, in actions,
+ * meta.in_port_match = child mask & in_port_bit and meta.bar_ahead = epoch - released.
+ * A control, not a function with out parameters: p4c copies a function's outputs out through
+ * temporaries, which costs Tofino a stage. */
+control BarrierClassify(in headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        meta.bar_verdict = 0;
+        meta.drop_reason = DROP_NONE;
+        if (meta.bar_child_mask == 0) {
+            meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+        } else if (hdr.coll.op == OP_ARRIVE) {
+            if (meta.in_port_match == 0) {
+                meta.drop_reason = DROP_NOT_CHILD;
+            } else if (!epoch_distance_after(meta.bar_ahead)) {
+                meta.bar_verdict = BARRIER_ANSWER_RELEASE; /* late or retransmitted ARRIVE */
+            } else if (beyond_window(meta.bar_ahead_capped)) {
+                meta.drop_reason = DROP_OUT_OF_WINDOW;
+            } else {
+                meta.bar_verdict = BARRIER_COUNT;
+            }
+        } else if (hdr.coll.op != OP_RELEASE || meta.bar_parent == 0) {
+            /* only the slot's parent may send a RELEASE (configured slot, not the root, from the
+             * parent port), one test at a time: a Tofino gateway reads at most 4 bytes of
+             * fields. Only such a RELEASE advances the released epoch: an architecture that
+             * picks the released register's single access before classifying makes the same
+             * tests. */
+            meta.drop_reason = DROP_NOT_PARENT;
+        } else if (meta.in_port != meta.bar_parent) {
+            meta.drop_reason = DROP_NOT_PARENT;
+        } else if (!epoch_distance_after(meta.bar_ahead)) {
+            meta.drop_reason = DROP_STALE_RELEASE;
         } else {
-            verdict = BARRIER_COUNT;
+            meta.bar_verdict = BARRIER_ADVANCE;
         }
-    } else if (op != OP_RELEASE || parent_port == 0) {
-        /* only the slot's parent may send a RELEASE (configured slot, not the root, from the
-         * parent port), one test at a time: a Tofino gateway reads at most 4 bytes of fields.
-         * Only such a RELEASE advances the released epoch: an architecture that picks the
-         * released register's single access before classifying makes the same tests. */
-        reason = DROP_NOT_PARENT;
-    } else if (in_port != parent_port) {
-        reason = DROP_NOT_PARENT;
-    } else if (!epoch_distance_after(ahead)) {
-        reason = DROP_STALE_RELEASE;
-    } else {
-        verdict = BARRIER_ADVANCE;
     }
 }
 

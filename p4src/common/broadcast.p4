@@ -23,6 +23,8 @@ control BroadcastLookup(in headers_t hdr, inout coll_meta_t meta) {
     action replicate_from_slot(bit<16> slot) {
         meta.tree_source = TREE_SOURCE_SLOT;
         meta.tree_slot = slot;
+        meta.state_op = STATE_TREE_READ; /* TreeState runs only if the checks below pass */
+        meta.state_slot = (bit<32>) slot;
     }
 
     action unknown_tree() {
@@ -44,9 +46,11 @@ control BroadcastLookup(in headers_t hdr, inout coll_meta_t meta) {
         bcast_tree.apply();
         if (meta.tree_source == TREE_SOURCE_NONE) {
             meta.drop_reason = DROP_UNKNOWN_TREE;
-        } else if (meta.tree_source == TREE_SOURCE_SLOT && meta.tree_slot >= NETCOLL_TREE_SLOTS) {
-            /* a binding to a slot the program does not have: never index a register with it */
-            meta.drop_reason = DROP_UNKNOWN_TREE;
+        } else if (meta.tree_source == TREE_SOURCE_SLOT) {
+            if (meta.tree_slot >= NETCOLL_TREE_SLOTS) {
+                /* a binding to a slot the program does not have: never index a register */
+                meta.drop_reason = DROP_UNKNOWN_TREE;
+            }
         }
     }
 }

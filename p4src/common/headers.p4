@@ -165,6 +165,10 @@ struct coll_meta_t {
 
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;
+    /* the row the state control indexes (comm_id, the MP's slot or the tree binding's), set
+     * where state_op is, 32 bits wide as register indices are: on Tofino an index chosen or
+     * widened later costs a stage before the register */
+    bit<32> state_slot;
     bit<8> mp_status;
     bit<32> mp_ahead; /* the offered generation - the stored one (mp_generation_status) */
 

@@ -85,8 +85,11 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
 /* p4c-barefoot 1.2.5.16 overlays the ACK-merge slot with temporaries of the barrier's
  * decision (the two paths exclude each other), places the temporaries' zeroing on the barrier
  * path, then stops on its own check that the ACK path's read comes first ("Metadata
- * initialization analysis incorrect ... overlap"): the slot keeps its own container. */
+ * initialization analysis incorrect ... overlap"): the slot keeps its own containers, and so
+ * does an MP write's generation distance (overlaid with the reduction's lane mode, zeroed by
+ * AggClassify). */
 @pa_no_overlay("ingress", "md.coll.ack_slot")
+@pa_no_overlay("ingress", "md.coll.mp_ahead")
 control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                    in ingress_intrinsic_metadata_t ig_intr_md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,

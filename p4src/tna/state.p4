@@ -86,44 +86,37 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
-        bool mp_write = false;
-        bool mp_read = false;
-        /* the index is a field set on two paths, which the stateful ALU reads through the hash
-         * unit (an identity hash of one field, built by the compiler) */
-        bit<32> slot = (bit<32>) hdr.mp.slot;
-        if (meta.state_op == STATE_TREE_MP_WRITE) {
-            mp_write = true;
-        } else if (meta.state_op == STATE_TREE_MP_READ) {
-            mp_read = true;
-        } else {
-            slot = (bit<32>) meta.tree_slot;
-        }
+        /* every access indexes meta.state_slot, set where state_op was; the tests read
+         * state_op itself, not flags derived from it: a flag costs a stage before its first
+         * use, and so would a local copy of the index */
 
         /* access 1: tree_generation (not touched by a broadcast) */
         bit<32> generation = 0;
-        if (mp_write) {
-            meta.mp_ahead = tree_generation_offer.execute(slot);
-            meta.mp_status = mp_generation_status(meta.mp_ahead);
-        } else if (mp_read) {
-            generation = tree_generation_read.execute(slot);
+        if (meta.state_op == STATE_TREE_MP_WRITE) {
+            meta.mp_ahead = tree_generation_offer.execute(meta.state_slot);
+        } else if (meta.state_op == STATE_TREE_MP_READ) {
+            generation = tree_generation_read.execute(meta.state_slot);
             meta.mp_status = MP_STATUS_OK;
         }
 
-        /* access 2: tree_parent and tree_children, after the generation decided a write */
-        if (mp_write) {
-            if (meta.mp_status == MP_STATUS_OK) {
-                tree_parent_write.execute(slot);
-                tree_children_write.execute(slot);
+        /* access 2: tree_parent and tree_children, after the generation decided a write
+         * (generation_ahead_is_newer(mp_ahead), one test per if) */
+        if (meta.state_op == STATE_TREE_MP_WRITE) {
+            meta.mp_status = mp_generation_status(meta.mp_ahead);
+            if (meta.mp_ahead != 0) {
+                if (meta.mp_ahead[31:31] == 0) {
+                    tree_parent_write.execute(meta.state_slot);
+                    tree_children_write.execute(meta.state_slot);
+                }
             }
         } else {
-            meta.tree_parent = tree_parent_read.execute(slot);
-            meta.tree_children = tree_children_read.execute(slot);
-        }
-
-        if (mp_read) {
-            hdr.mp.parent_port = meta.tree_parent;
-            hdr.mp.children = meta.tree_children;
-            hdr.mp.generation = generation;
+            meta.tree_parent = tree_parent_read.execute(meta.state_slot);
+            meta.tree_children = tree_children_read.execute(meta.state_slot);
+            if (meta.state_op == STATE_TREE_MP_READ) {
+                hdr.mp.parent_port = meta.tree_parent;
+                hdr.mp.children = meta.tree_children;
+                hdr.mp.generation = generation;
+            }
         }
     }
 }
@@ -284,25 +277,41 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         size = 8;
     }
 
-    /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands) */
+    /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands).
+     * missing_after in two steps, the first before the slot: child mask ^ in_port_bit, then ^
+     * the set before. That is child mask ^ (previous | in_port_bit) whenever the child was not
+     * counted yet (in_port_bit, a child's, is then outside previous), the only case
+     * AggClassify reads it; one action after the register, not two. */
+    /* the key in an action: inlined into tables, the functions' return values would be
+     * temporaries, serialised one stage each */
+    action compute_slot_key() {
+        meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
+        meta.agg_owner = agg_owner(meta.bar_generation);
+    }
+    action compute_missing_before() {
+        meta.missing_after = meta.bar_child_mask ^ meta.in_port_bit;
+    }
     action compute_arrival_operands() {
-        meta.missing_after = meta.agg_previous | meta.in_port_bit;
+        meta.missing_after = meta.missing_after ^ meta.agg_previous;
         meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
     }
-    action compute_missing_after() {
-        meta.missing_after = meta.bar_child_mask ^ meta.missing_after;
-    }
+
+    AggAdmission() admission;
+    AggClassify() classify;
 
     apply {
-        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_match,
-                                                meta.bar_child_mask, meta.bar_parent);
+        /* what needs no slot register first, so it is ready when the registers run: the
+         * index, tag and owner, the operation's program, the first step of missing_after */
+        bit<32> slot = agg_slot_hash.get({hdr.coll.comm_id,
+                                          hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
+        compute_slot_key();
+        agg_op_program.apply();
+        compute_missing_before();
+
+        admission.apply(hdr, meta);
         if (meta.drop_reason != DROP_NONE) {
             return;
         }
-        bit<32> slot = agg_slot_hash.get({hdr.coll.comm_id,
-                                          hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
-        meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
-        meta.agg_owner = agg_owner(meta.bar_generation);
 
         /* access A1: agg_key */
         meta.agg_relation = AGG_KEY_SAME; /* not yet known: FRESH if the owner changed */
@@ -331,14 +340,10 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
                 meta.agg_previous = agg_arrived_contribute.execute(slot);
             }
             compute_arrival_operands();
-            compute_missing_after();
-            agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_match,
-                         meta.missing_after, meta.bar_child_mask, meta.bar_parent,
-                         meta.agg_verdict, meta.agg_lane_mode, meta.drop_reason);
+            classify.apply(hdr, meta);
 
             /* access A3: every lane register, the same program on each */
             if (meta.agg_lane_mode != AGG_LANES_NONE) {
-                agg_op_program.apply();
                 if (meta.agg_lane_mode == AGG_LANES_READ) {
                     NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_IDENTITY)
                 } else {
@@ -408,7 +413,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         }
     };
     /* A RELEASE from the parent, or the commit pass of a root's completion: move to the packet's
-     * epoch if it is newer; the returned old value lets barrier_classify (or the commit pass)
+     * epoch if it is newer; the returned old value lets BarrierClassify (or the commit pass)
      * see exactly what this condition saw. */
     RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_advance = {
         void apply(inout epoch_t stored, out epoch_t previous) {
@@ -451,10 +456,12 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands) */
     action compute_config_operands() {
         meta.in_port_match = meta.bar_child_mask & meta.in_port_bit;
-        meta.arch_seg_idx = seg_idx_copy.get({hdr.coll.seg_idx});
     }
     /* seg_count - seg_idx, with seg_idx read through the hash unit (arch_seg_idx): the ALU
      * subtracts whole containers, and the cell tags slice seg_idx into bytes */
+    action copy_seg_idx() {
+        meta.arch_seg_idx = seg_idx_copy.get({hdr.coll.seg_idx});
+    }
     action compute_chunks_left() {
         meta.agg_chunks_left = hdr.coll.seg_count - meta.arch_seg_idx;
     }
@@ -466,148 +473,156 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             ? meta.bar_ahead : NETCOLL_BARRIER_WINDOW + 1; /* min, which the ALU has */
     }
 
+    BarrierClassify() classify;
+    AggAdmission() window_admission;
+
+    /* The passes (count, commit, REDUCE window, REDUCE/RESULT slot, MP write, MP read) are
+     * told apart by testing state_op, arch_commit_pass and the op where they branch, in one
+     * if/else per step: p4c-barefoot then knows the branches exclude each other and lets them
+     * share stages, where flags computed up front cost a stage and serialise every pass's
+     * tables behind every other's. */
     apply {
         if (meta.arch_state_elsewhere == 1) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
-        /* flags set by if statements: Tofino's actions cannot compute a comparison */
-        bool event = false;
-        bool commit = false;
-        bool count_pass = false;
-        if (meta.state_op == STATE_BARRIER_EVENT) {
-            event = true;
-            if (meta.arch_commit_pass == 1) {
-                commit = true;
-            } else {
-                count_pass = true;
-            }
-        }
-        bool mp_write = false;
-        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-            mp_write = true;
-        }
-        bool mp_read = false;
-        if (meta.state_op == STATE_BARRIER_MP_READ) {
-            mp_read = true;
-        }
-        /* a reduction: the tree (B1, B2), its slot (AggState), maybe the released epoch (B3).
-         * A REDUCE takes two passes: the first reads the released epoch (B3) and checks its
-         * epoch window (agg_epoch_in_window) before any slot is touched, the resubmitted one
-         * does the slot and may advance released: B3 cannot be read before AggState and
-         * advanced after it in one pass. A RESULT takes one. */
-        bool agg_any = false;
-        bool agg_window_pass = false;
-        bool agg = false;
-        if (meta.state_op == STATE_AGG_EVENT) {
-            agg_any = true;
-            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
-                agg_window_pass = true;
-            } else {
-                agg = true;
-            }
-        }
-        bit<32> slot = (bit<32>) hdr.mp.slot; /* a field set on two paths, as in TreeState */
-        if (event || agg_any) {
-            slot = (bit<32>) hdr.coll.comm_id;
-        }
+        /* every access but the cells' indexes meta.state_slot, set with state_op (comm_id,
+         * or the MP's slot): a local copy of it would cost a stage */
+        copy_seg_idx();
+        compute_chunks_left();
 
         /* access 1: barrier_generation */
         bit<32> generation = 0;
-        if (mp_write) {
-            meta.mp_ahead = barrier_generation_offer.execute(slot);
-            meta.mp_status = mp_generation_status(meta.mp_ahead);
+        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+            meta.mp_ahead = barrier_generation_offer.execute(meta.state_slot);
         } else {
-            generation = barrier_generation_read.execute(slot);
+            generation = barrier_generation_read.execute(meta.state_slot);
         }
         meta.bar_generation = generation[15:0];
-        bool write_config = mp_write && meta.mp_status == MP_STATUS_OK;
 
-        /* access 2: barrier_child_mask and barrier_parent */
-        if (write_config) {
-            barrier_child_mask_write.execute(slot);
-            barrier_parent_write.execute(slot);
-        } else if (!mp_write) {
-            meta.bar_child_mask = barrier_child_mask_read.execute(slot);
-            meta.bar_parent = barrier_parent_read.execute(slot);
-        }
-        compute_config_operands();
-        compute_chunks_left();
-
-        /* the reduction's slot: AggState's access blocks A1-A3 */
-        if (agg) {
-            agg_state.apply(hdr, meta);
-        }
-
-        /* access 3: barrier_released. The count pass advances it only for a RELEASE from the
-         * parent; the commit pass only if the slot is still this root's, under the
-         * configuration generation the completion was counted under (an MP write in between
-         * replaced it: the completion no longer stands and the packet is dropped); a reduction
-         * when it sends its instance's last RESULT down (agg_releases_epoch). */
-        bool commit_stands = false; /* one test per if: a gateway reads at most 4 bytes */
-        if (commit && meta.bar_parent == 0) {
-            if (meta.bar_child_mask != 0) {
-                if (meta.bar_generation == meta.arch_commit_generation) {
-                    commit_stands = true;
+        /* access 2: barrier_child_mask and barrier_parent; an MP write is applied when its
+         * generation is newer (generation_ahead_is_newer(mp_ahead), one test per if) */
+        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+            meta.mp_status = mp_generation_status(meta.mp_ahead);
+            if (meta.mp_ahead != 0) {
+                if (meta.mp_ahead[31:31] == 0) {
+                    barrier_child_mask_write.execute(meta.state_slot);
+                    barrier_parent_write.execute(meta.state_slot);
                 }
             }
+        } else {
+            meta.bar_child_mask = barrier_child_mask_read.execute(meta.state_slot);
+            meta.bar_parent = barrier_parent_read.execute(meta.state_slot);
         }
-        /* which access, decided one condition at a time (later ones take precedence): as one
-         * compound condition it is more than a gateway can hold */
+        compute_config_operands();
+
+        /* access 3: barrier_released, its access chosen per pass. The count pass advances it
+         * only for a RELEASE from the parent (BarrierClassify's tests for BARRIER_ADVANCE's
+         * sender); the commit pass only if the slot is still this root's, under the
+         * configuration generation the completion was counted under (an MP write in between
+         * replaced it: the completion no longer stands and the packet is dropped); a reduction
+         * when it sends its instance's last RESULT down (agg_releases_epoch), after AggState. A
+         * REDUCE takes two passes: the first reads released and checks its epoch window
+         * (agg_epoch_in_window) before any slot is touched, the resubmitted one does the slot
+         * and may advance released: B3 cannot be read before AggState and advanced after it
+         * in one pass. A RESULT takes one. One test per if: a gateway reads at most 4 bytes. */
         bit<2> released_access = RELEASED_ACCESS_NONE;
-        if (count_pass || mp_read || agg_window_pass) {
+        bool commit_stands = false;
+        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+            if (meta.mp_ahead != 0) {
+                if (meta.mp_ahead[31:31] == 0) {
+                    released_access = RELEASED_ACCESS_WRITE;
+                }
+            }
+        } else if (meta.state_op == STATE_BARRIER_MP_READ) {
             released_access = RELEASED_ACCESS_READ;
-        }
-        /* a RELEASE from the parent: barrier_classify's tests for BARRIER_ADVANCE's sender,
-         * one per if (a gateway reads at most 4 bytes of fields) */
-        if (count_pass && hdr.coll.op == OP_RELEASE) {
-            if (meta.bar_parent != 0 && meta.in_port == meta.bar_parent) {
-                if (meta.bar_child_mask != 0) {
+        } else if (meta.state_op == STATE_BARRIER_EVENT) {
+            if (meta.arch_commit_pass == 1) {
+                if (meta.bar_parent == 0) {
+                    if (meta.bar_child_mask != 0) {
+                        if (meta.bar_generation == meta.arch_commit_generation) {
+                            released_access = RELEASED_ACCESS_ADVANCE;
+                            commit_stands = true;
+                        }
+                    }
+                }
+            } else if (hdr.coll.op != OP_RELEASE) {
+                released_access = RELEASED_ACCESS_READ;
+            } else if (meta.bar_parent == 0) {
+                released_access = RELEASED_ACCESS_READ;
+            } else if (meta.in_port != meta.bar_parent) {
+                released_access = RELEASED_ACCESS_READ;
+            } else if (meta.bar_child_mask == 0) {
+                released_access = RELEASED_ACCESS_READ;
+            } else {
+                released_access = RELEASED_ACCESS_ADVANCE; /* a RELEASE from the parent */
+            }
+        } else if (meta.state_op == STATE_AGG_EVENT) {
+            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
+                released_access = RELEASED_ACCESS_READ; /* a REDUCE's first pass: its window */
+            } else {
+                /* the reduction's slot: AggState's access blocks A1-A3 */
+                agg_state.apply(hdr, meta);
+                if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
                     released_access = RELEASED_ACCESS_ADVANCE;
                 }
             }
         }
-        if (agg && agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
-            released_access = RELEASED_ACCESS_ADVANCE;
-        }
-        if (commit_stands) {
-            released_access = RELEASED_ACCESS_ADVANCE;
-        }
-        if (write_config) {
-            released_access = RELEASED_ACCESS_WRITE;
-        }
         if (released_access == RELEASED_ACCESS_WRITE) {
-            barrier_released_write.execute(slot);
+            barrier_released_write.execute(meta.state_slot);
         } else if (released_access == RELEASED_ACCESS_ADVANCE) {
-            meta.bar_released = barrier_released_advance.execute(slot);
+            meta.bar_released = barrier_released_advance.execute(meta.state_slot);
         } else if (released_access == RELEASED_ACCESS_READ) {
-            meta.bar_released = barrier_released_read.execute(slot);
+            meta.bar_released = barrier_released_read.execute(meta.state_slot);
         }
         compute_epoch_distance();
         compute_epoch_distance_capped();
 
-        /* a REDUCE's first pass: admitted and within its window, it goes round again */
-        if (agg_window_pass) {
-            meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_match,
-                                                    meta.bar_child_mask, meta.bar_parent);
-            if (meta.drop_reason == DROP_NONE) {
-                if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped)) {
-                    meta.drop_reason = DROP_OUT_OF_WINDOW;
-                } else {
-                    meta.state_op = STATE_NEXT_PASS;
+        /* access 4's index, barrier_cell_index(slot, epoch): one hash of fields set on the two
+         * paths (two hashes of one register crash p4c-barefoot 1.2.5.16, and a second call of
+         * one hash gets no control-plane API); an MP read asks about the open epoch */
+        bit<TNA_BARRIER_WINDOW_BITS> cell_low = hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+        epoch_t open_epoch = meta.bar_released + 1;
+        if (meta.state_op == STATE_BARRIER_MP_READ) {
+            cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+            meta.arch_cell_tag = barrier_cell_tag(open_epoch, meta.bar_generation);
+        }
+        bit<32> cell = barrier_cell_hash.get({meta.state_slot, cell_low});
+
+        /* the verdict, from what the accesses returned, and access 4: barrier_cells */
+        if (meta.state_op == STATE_AGG_EVENT) {
+            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
+                /* a REDUCE's first pass: admitted and within its window, it goes round again */
+                window_admission.apply(hdr, meta);
+                if (meta.drop_reason == DROP_NONE) {
+                    if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead,
+                                             meta.bar_ahead_capped)) {
+                        meta.drop_reason = DROP_OUT_OF_WINDOW;
+                    } else {
+                        meta.state_op = STATE_NEXT_PASS;
+                    }
                 }
             }
-            /* no return (p4test then flags every later flag as maybe uninitialised): what
-             * follows is for barrier passes and MP reads only, none of which this is */
-        }
-
-        /* the verdict, from what the accesses returned */
-        if (count_pass) {
-            barrier_classify(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped, meta.in_port,
-                             meta.in_port_match, meta.bar_child_mask, meta.bar_parent,
-                             meta.bar_verdict, meta.drop_reason);
-        } else if (commit) {
-            if (!commit_stands) {
+        } else if (meta.state_op == STATE_BARRIER_EVENT) {
+            if (meta.arch_commit_pass == 0) {
+                meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
+                classify.apply(hdr, meta);
+                if (meta.bar_verdict == BARRIER_COUNT) {
+                    meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
+                    if (meta.bar_arrived == meta.bar_child_mask) {
+                        meta.bar_complete = 1;
+                        /* A root that just completed must also advance its released epoch: a
+                         * second access to barrier_released, so the shim resubmits the
+                         * packet and the commit pass does it. */
+                        if (meta.bar_parent == 0) {
+                            meta.arch_commit_generation = meta.bar_generation;
+                            meta.state_op = STATE_NEXT_PASS;
+                        }
+                    } else {
+                        meta.bar_complete = 0;
+                    }
+                }
+            } else if (!commit_stands) {
                 meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
             } else if (epoch_distance_after(meta.bar_ahead)) {
                 /* this pass released the epoch: BarrierDecide sends RELEASE down the tree */
@@ -617,43 +632,13 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                 /* a duplicate completion raced this one: answer it as a released epoch */
                 meta.bar_verdict = BARRIER_ANSWER_RELEASE;
             }
-        }
-
-        /* access 4: barrier_cells, at barrier_cell_index(slot, epoch): one hash of fields set
-         * on the two paths (two hashes of one register crash p4c-barefoot 1.2.5.16) */
-        comm_id_t cell_slot = hdr.coll.comm_id;
-        bit<TNA_BARRIER_WINDOW_BITS> cell_low = hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-        epoch_t open_epoch = meta.bar_released + 1;
-        if (mp_read) {
-            cell_slot = hdr.mp.slot;
-            cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-        }
-        bit<32> cell = barrier_cell_hash.get({cell_slot, cell_low});
-        if (count_pass && meta.bar_verdict == BARRIER_COUNT) {
-            meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
-            meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
-            meta.bar_complete = 0;
-            if (meta.bar_arrived == meta.bar_child_mask) {
-                meta.bar_complete = 1;
-            }
-        } else if (mp_read) {
-            meta.arch_cell_tag = barrier_cell_tag(open_epoch, meta.bar_generation);
-            hdr.mp.aux = barrier_cell_read_arrivals.execute(cell);
-        }
-
-        if (mp_read) {
+        } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+            hdr.mp.aux = barrier_cell_read_arrivals.execute(cell); /* the open epoch's */
             hdr.mp.children = meta.bar_child_mask;
             hdr.mp.parent_port = meta.bar_parent;
             hdr.mp.generation = generation;
             hdr.mp.epoch = meta.bar_released;
             meta.mp_status = MP_STATUS_OK;
-        }
-
-        /* A root that just completed must also advance its released epoch: a second access to
-         * barrier_released, so the shim resubmits the packet and the commit pass does it. */
-        if (count_pass && meta.bar_complete == 1 && meta.bar_parent == 0) {
-            meta.arch_commit_generation = meta.bar_generation;
-            meta.state_op = STATE_NEXT_PASS;
         }
     }
 }

@@ -117,8 +117,13 @@ control ChildReplication(inout coll_meta_t meta) {
         size = 1;
     }
 
+    /* The table for every packet (it has no key): looked up before the decision, it costs no
+     * stage after it. */
     apply {
         mp_replication.apply();
+        if (meta.out_kind != OUT_MCAST || meta.filter_children != 1) {
+            return; /* not a replication from a child bitmap */
+        }
         if (meta.replication_group == 0) {
             /* the control plane has not installed replication groups yet */
             meta.out_kind = OUT_DROP;

@@ -96,7 +96,7 @@ struct coll_meta_t {
     bit<8> class;
     node_id_t route_key;
     bit<8> out_kind;
-    port_num_t out_port;
+    port_num_t out_port; /* where a unicast leaves; a reply leaves by in_port, set here too */
     bit<16> mcast_grp;
     port_bitmap_t mcast_children; /* replicas outside this bitmap are filtered in egress */
     bit<1> filter_children;
@@ -182,6 +182,7 @@ struct coll_meta_t {
     bit<16> arch_commit_generation;
     bit<32> arch_cell_tag;
     bit<32> arch_agg_tag_ahead; /* the reduction's tag - the stored one (AggState) */
+    bit<32> arch_agg_owner_change; /* the slot's owner ^ the packet's, 0 if equal (AggState) */
     bit<32> arch_seg_idx;       /* seg_idx copied through the hash unit (BarrierState) */
 }
 

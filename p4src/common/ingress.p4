@@ -70,6 +70,11 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.state_op == STATE_ACK_EVENT) {
             if (meta.drop_reason == DROP_NONE) {
                 ack_state.apply(hdr, meta);
+                /* decided here, beside the other state controls it excludes, rather than
+                 * after them all: on Tofino it then shares their stages */
+                if (meta.state_op != STATE_NEXT_PASS) {
+                    ack_merge_decide.apply(hdr, meta);
+                }
             }
         } else if (meta.state_op != STATE_NONE) {
             barrier_state.apply(hdr, meta);
@@ -88,15 +93,11 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
             barrier_decide.apply(hdr, meta);
         } else if (meta.class == CLASS_AGG) {
             reduce_decide.apply(hdr, meta);
-        } else if (meta.class == CLASS_ACK_MERGE) {
-            ack_merge_decide.apply(hdr, meta);
-        } else if (meta.class == CLASS_LOCAL) {
+        } else if (meta.class == CLASS_LOCAL) { /* (CLASS_ACK_MERGE: decided above) */
             local_reply.apply(hdr, meta);
         }
 
-        if (meta.out_kind == OUT_MCAST && meta.filter_children == 1) {
-            child_replication.apply(meta);
-        }
+        child_replication.apply(meta); /* for a replication from a child bitmap */
     }
 }
 

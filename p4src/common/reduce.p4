@@ -84,15 +84,10 @@ port_bitmap_t agg_arrivals_before(in bit<8> relation, in port_bitmap_t stored) {
  * would then be dropped as stale. An epoch not after released is a late contribution (answered
  * from the slot, or stale); a RESULT comes from the parent, which checked it. ahead is
  * epoch - released (meta.bar_ahead): out of the window when it is after released
- * (epoch_distance_after) by more than the window (ahead_capped: see barrier_classify). */
+ * (epoch_distance_after) by more than the window (ahead_capped: see BarrierClassify). */
 bool agg_epoch_in_window(in bit<8> op, in epoch_t ahead, in epoch_t ahead_capped) {
-    bool in_window = true;
-    if (op == OP_REDUCE) {
-        if (beyond_window(ahead_capped) && ahead < 0x8000) {
-            in_window = false;
-        }
-    }
-    return in_window;
+    /* one expression: inlined into the test that calls it, not into a flag set before it */
+    return op != OP_REDUCE || !beyond_window(ahead_capped) || ahead >= 0x8000;
 }
 
 /* Before the slot: may this port send this op on the communicator's tree? Sets
@@ -142,27 +137,12 @@ bool agg_is_ask(in bit<8> op, in port_bitmap_t in_port_bit, in port_bitmap_t chi
  * this packet; read only for a child not counted yet): a Tofino gateway cannot combine two
  * fields, and reads at most 4 bytes of fields, so one test per if. A control: see
  * BarrierClassify. */
-control AggClassify(in headers_t hdr, inout coll_meta_t meta) {
+/* AggClassify's contribution that is not an answer: counted already (a complete slot's partial
+ * goes up again, else a duplicate), or recorded (absorbed, or complete: distributed by the
+ * root, sent up by any other switch). */
+control AggContribution(in headers_t hdr, inout coll_meta_t meta) {
     apply {
-        meta.agg_verdict = 0;
-        meta.agg_lane_mode = AGG_LANES_NONE;
-        meta.drop_reason = DROP_NONE;
-        /* late or repeated contribution: the result is here */
-        bool answer = false;
-        if ((meta.agg_previous & AGG_RESULT_KNOWN) != 0) {
-            answer = true;
-        } else if (meta.bar_parent == 0) {
-            if (meta.agg_previous == meta.bar_child_mask) {
-                answer = true;
-            }
-        }
-        if (hdr.coll.op == OP_RESULT) {
-            meta.agg_verdict = AGG_DISTRIBUTE;
-            meta.agg_lane_mode = AGG_LANES_SET;
-        } else if (answer) {
-            meta.agg_verdict = AGG_ANSWER;
-            meta.agg_lane_mode = AGG_LANES_READ;
-        } else if (meta.in_port_match != 0) {
+        if (meta.in_port_match != 0) {
             if (meta.agg_previous == meta.bar_child_mask) {
                 /* complete, no result yet: the partial may have been lost */
                 meta.agg_verdict = AGG_SEND_UP;
@@ -171,9 +151,10 @@ control AggClassify(in headers_t hdr, inout coll_meta_t meta) {
                 meta.drop_reason = DROP_AGG_DUPLICATE; /* counted once already */
             }
         } else {
-            meta.agg_lane_mode = AGG_LANES_COMBINE;
             if (meta.agg_relation == AGG_KEY_FRESH) {
                 meta.agg_lane_mode = AGG_LANES_SET;
+            } else {
+                meta.agg_lane_mode = AGG_LANES_COMBINE;
             }
             if (meta.missing_after != 0) {
                 meta.agg_verdict = AGG_ABSORB;
@@ -183,6 +164,37 @@ control AggClassify(in headers_t hdr, inout coll_meta_t meta) {
             } else {
                 meta.agg_verdict = AGG_SEND_UP;
             }
+        }
+    }
+}
+
+control AggClassify(in headers_t hdr, inout coll_meta_t meta) {
+    /* applied on both sides of the root's test: an "answer" flag tested after it would cost
+     * Tofino a stage */
+    AggContribution() contribution_at_root;
+    AggContribution() contribution;
+
+    apply {
+        meta.agg_verdict = 0;
+        meta.agg_lane_mode = AGG_LANES_NONE;
+        meta.drop_reason = DROP_NONE;
+        if (hdr.coll.op == OP_RESULT) {
+            meta.agg_verdict = AGG_DISTRIBUTE;
+            meta.agg_lane_mode = AGG_LANES_SET;
+        } else if ((meta.agg_previous & AGG_RESULT_KNOWN) != 0) {
+            /* late or repeated contribution: the result is here */
+            meta.agg_verdict = AGG_ANSWER;
+            meta.agg_lane_mode = AGG_LANES_READ;
+        } else if (meta.bar_parent == 0) {
+            if (meta.agg_previous == meta.bar_child_mask) {
+                /* the same at the root, where complete means the result is known */
+                meta.agg_verdict = AGG_ANSWER;
+                meta.agg_lane_mode = AGG_LANES_READ;
+            } else {
+                contribution_at_root.apply(hdr, meta);
+            }
+        } else {
+            contribution.apply(hdr, meta);
         }
     }
 }

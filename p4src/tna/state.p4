@@ -210,19 +210,19 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
      * ALU has two comparison units, so the owner has its own register, taken unconditionally
      * (a packet that keeps the slot has the stored owner, so writing it changes nothing), and
      * the tag register takes the slot when the owner changed or the tag is after the stored
-     * one; both return what they held, from which the match-action stage derives the relation
-     * exactly as agg_key_relation does. */
+     * one. The owner register returns stored ^ offered (0: the same owner), which the tag
+     * register tests itself: a comparison between the two would cost a stage. From the two
+     * results the match-action stage derives the relation exactly as agg_key_relation does. */
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_slot_owner) agg_owner_take = {
-        void apply(inout bit<32> stored, out bit<32> previous) {
-            previous = stored;
+        void apply(inout bit<32> stored, out bit<32> change) {
+            change = stored ^ meta.agg_owner;
             stored = meta.agg_owner;
         }
     };
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_key) agg_key_claim = {
         void apply(inout bit<32> stored, out bit<32> ahead) {
             ahead = meta.agg_tag - stored; /* agg_tag_after's distance, for the relation */
-            /* FRESH here: the owner changed (set from agg_owner_take) */
-            if (meta.agg_relation == AGG_KEY_FRESH || (int<32>) (meta.agg_tag - stored) > 0) {
+            if (meta.arch_agg_owner_change != 0 || (int<32>) (meta.agg_tag - stored) > 0) {
                 stored = meta.agg_tag;
             }
         }
@@ -313,22 +313,18 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             return;
         }
 
-        /* access A1: agg_key */
-        meta.agg_relation = AGG_KEY_SAME; /* not yet known: FRESH if the owner changed */
-        if (agg_owner_take.execute(slot) != meta.agg_owner) {
-            meta.agg_relation = AGG_KEY_FRESH;
-        }
-        /* agg_tag_after(tag, stored) as a test of the difference's sign, which a gateway can
-         * make (it cannot subtract) */
+        /* access A1: agg_slot_owner and agg_key; agg_tag_after(tag, stored) as a test of the
+         * difference's sign, which a gateway can make (it cannot subtract) */
+        meta.arch_agg_owner_change = agg_owner_take.execute(slot);
         meta.arch_agg_tag_ahead = agg_key_claim.execute(slot);
-        if (meta.agg_relation != AGG_KEY_FRESH) {
-            if (meta.arch_agg_tag_ahead == 0) {
-                meta.agg_relation = AGG_KEY_SAME;
-            } else if (meta.arch_agg_tag_ahead[31:31] == 0) {
-                meta.agg_relation = AGG_KEY_FRESH;
-            } else {
-                meta.agg_relation = AGG_KEY_STALE;
-            }
+        if (meta.arch_agg_owner_change != 0) {
+            meta.agg_relation = AGG_KEY_FRESH;
+        } else if (meta.arch_agg_tag_ahead == 0) {
+            meta.agg_relation = AGG_KEY_SAME;
+        } else if (meta.arch_agg_tag_ahead[31:31] == 0) {
+            meta.agg_relation = AGG_KEY_FRESH;
+        } else {
+            meta.agg_relation = AGG_KEY_STALE;
         }
         if (meta.agg_relation == AGG_KEY_STALE) {
             meta.drop_reason = DROP_AGG_STALE;
@@ -354,12 +350,6 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         }
     }
 }
-
-/* BarrierState's access to barrier_released (B3) */
-const bit<2> RELEASED_ACCESS_NONE = 0;
-const bit<2> RELEASED_ACCESS_READ = 1;
-const bit<2> RELEASED_ACCESS_ADVANCE = 2;
-const bit<2> RELEASED_ACCESS_WRITE = 3;
 
 control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     AggState() agg_state;
@@ -407,17 +397,25 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             stored = hdr.mp.parent_port;
         }
     };
+    /* An MP read: released itself. */
     RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_read = {
         void apply(inout epoch_t stored, out epoch_t result) {
             result = stored;
         }
     };
-    /* A RELEASE from the parent, or the commit pass of a root's completion: move to the packet's
-     * epoch if it is newer; the returned old value lets BarrierClassify (or the commit pass)
-     * see exactly what this condition saw. */
+    /* Every other read: the packet's epoch - released (meta.bar_ahead), the operand of the
+     * decisions' tests, from the register itself: subtracting after it would cost a stage. */
+    RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_ahead = {
+        void apply(inout epoch_t stored, out epoch_t ahead) {
+            ahead = hdr.coll.epoch - stored;
+        }
+    };
+    /* A RELEASE from the parent, the commit pass of a root's completion, a reduction's last
+     * RESULT: move to the packet's epoch if it is newer; the returned epoch - the old value
+     * lets BarrierClassify (or the commit pass) see exactly what this condition saw. */
     RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_advance = {
-        void apply(inout epoch_t stored, out epoch_t previous) {
-            previous = stored;
+        void apply(inout epoch_t stored, out epoch_t ahead) {
+            ahead = hdr.coll.epoch - stored;
             if ((int<16>) (hdr.coll.epoch - stored) > 0) { /* epoch_distance_after */
                 stored = hdr.coll.epoch;
             }
@@ -465,8 +463,8 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     action compute_chunks_left() {
         meta.agg_chunks_left = hdr.coll.seg_count - meta.arch_seg_idx;
     }
-    action compute_epoch_distance() {
-        meta.bar_ahead = hdr.coll.epoch - meta.bar_released;
+    action compute_cell_tag() {
+        meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
     }
     action compute_epoch_distance_capped() {
         meta.bar_ahead_capped = (meta.bar_ahead < NETCOLL_BARRIER_WINDOW + 1)
@@ -516,66 +514,65 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         }
         compute_config_operands();
 
-        /* access 3: barrier_released, its access chosen per pass. The count pass advances it
-         * only for a RELEASE from the parent (BarrierClassify's tests for BARRIER_ADVANCE's
-         * sender); the commit pass only if the slot is still this root's, under the
-         * configuration generation the completion was counted under (an MP write in between
-         * replaced it: the completion no longer stands and the packet is dropped); a reduction
-         * when it sends its instance's last RESULT down (agg_releases_epoch), after AggState. A
-         * REDUCE takes two passes: the first reads released and checks its epoch window
-         * (agg_epoch_in_window) before any slot is touched, the resubmitted one does the slot
-         * and may advance released: B3 cannot be read before AggState and advanced after it
-         * in one pass. A RESULT takes one. One test per if: a gateway reads at most 4 bytes. */
-        bit<2> released_access = RELEASED_ACCESS_NONE;
+        /* access 3: barrier_released, its access chosen per pass, executed where it is chosen
+         * (the branches exclude each other; a variable naming the access would cost a stage).
+         * The count pass advances it only for a RELEASE from the parent (BarrierClassify's
+         * tests for BARRIER_ADVANCE's sender); the commit pass only if the slot is still this
+         * root's, under the configuration generation the completion was counted under (an MP
+         * write in between replaced it: the completion no longer stands and the packet is
+         * dropped); a reduction when it sends its instance's last RESULT down
+         * (agg_releases_epoch), after AggState. A REDUCE takes two passes: the first reads
+         * released and checks its epoch window (agg_epoch_in_window) before any slot is
+         * touched, the resubmitted one does the slot and may advance released: B3 cannot be
+         * read before AggState and advanced after it in one pass. A RESULT takes one. One test
+         * per if: a gateway reads at most 4 bytes. */
         bool commit_stands = false;
         if (meta.state_op == STATE_BARRIER_MP_WRITE) {
             if (meta.mp_ahead != 0) {
                 if (meta.mp_ahead[31:31] == 0) {
-                    released_access = RELEASED_ACCESS_WRITE;
+                    barrier_released_write.execute(meta.state_slot);
                 }
             }
         } else if (meta.state_op == STATE_BARRIER_MP_READ) {
-            released_access = RELEASED_ACCESS_READ;
+            meta.bar_released = barrier_released_read.execute(meta.state_slot);
         } else if (meta.state_op == STATE_BARRIER_EVENT) {
             if (meta.arch_commit_pass == 1) {
                 if (meta.bar_parent == 0) {
                     if (meta.bar_child_mask != 0) {
                         if (meta.bar_generation == meta.arch_commit_generation) {
-                            released_access = RELEASED_ACCESS_ADVANCE;
+                            meta.bar_ahead = barrier_released_advance.execute(meta.state_slot);
                             commit_stands = true;
                         }
                     }
                 }
-            } else if (hdr.coll.op != OP_RELEASE) {
-                released_access = RELEASED_ACCESS_READ;
-            } else if (meta.bar_parent == 0) {
-                released_access = RELEASED_ACCESS_READ;
-            } else if (meta.in_port != meta.bar_parent) {
-                released_access = RELEASED_ACCESS_READ;
-            } else if (meta.bar_child_mask == 0) {
-                released_access = RELEASED_ACCESS_READ;
             } else {
-                released_access = RELEASED_ACCESS_ADVANCE; /* a RELEASE from the parent */
+                compute_cell_tag();
+                if (hdr.coll.op != OP_RELEASE) {
+                    meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
+                } else if (meta.bar_parent == 0) {
+                    meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
+                } else if (meta.in_port != meta.bar_parent) {
+                    meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
+                } else if (meta.bar_child_mask == 0) {
+                    meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
+                } else {
+                    /* a RELEASE from the parent */
+                    meta.bar_ahead = barrier_released_advance.execute(meta.state_slot);
+                }
             }
         } else if (meta.state_op == STATE_AGG_EVENT) {
             if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
-                released_access = RELEASED_ACCESS_READ; /* a REDUCE's first pass: its window */
+                /* a REDUCE's first pass: admitted, and within its window (below) */
+                window_admission.apply(hdr, meta);
+                meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
             } else {
                 /* the reduction's slot: AggState's access blocks A1-A3 */
                 agg_state.apply(hdr, meta);
                 if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
-                    released_access = RELEASED_ACCESS_ADVANCE;
+                    barrier_released_advance.execute(meta.state_slot);
                 }
             }
         }
-        if (released_access == RELEASED_ACCESS_WRITE) {
-            barrier_released_write.execute(meta.state_slot);
-        } else if (released_access == RELEASED_ACCESS_ADVANCE) {
-            meta.bar_released = barrier_released_advance.execute(meta.state_slot);
-        } else if (released_access == RELEASED_ACCESS_READ) {
-            meta.bar_released = barrier_released_read.execute(meta.state_slot);
-        }
-        compute_epoch_distance();
         compute_epoch_distance_capped();
 
         /* access 4's index, barrier_cell_index(slot, epoch): one hash of fields set on the two
@@ -593,7 +590,6 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         if (meta.state_op == STATE_AGG_EVENT) {
             if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
                 /* a REDUCE's first pass: admitted and within its window, it goes round again */
-                window_admission.apply(hdr, meta);
                 if (meta.drop_reason == DROP_NONE) {
                     if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead,
                                              meta.bar_ahead_capped)) {
@@ -605,7 +601,6 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             }
         } else if (meta.state_op == STATE_BARRIER_EVENT) {
             if (meta.arch_commit_pass == 0) {
-                meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
                 classify.apply(hdr, meta);
                 if (meta.bar_verdict == BARRIER_COUNT) {
                     meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);

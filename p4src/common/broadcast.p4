@@ -24,7 +24,7 @@ control BroadcastLookup(in headers_t hdr, inout coll_meta_t meta) {
         meta.tree_source = TREE_SOURCE_SLOT;
         meta.tree_slot = slot;
         meta.state_op = STATE_TREE_READ; /* TreeState runs only if the checks below pass */
-        meta.state_slot = (bit<32>) slot;
+        meta.state_slot = slot;
     }
 
     action unknown_tree() {

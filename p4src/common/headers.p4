@@ -166,9 +166,8 @@ struct coll_meta_t {
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;
     /* the row the state control indexes (comm_id, the MP's slot or the tree binding's), set
-     * where state_op is, 32 bits wide as register indices are: on Tofino an index chosen or
-     * widened later costs a stage before the register */
-    bit<32> state_slot;
+     * where state_op is: on Tofino an index chosen later costs a stage before the register */
+    bit<16> state_slot;
     bit<8> mp_status;
     bit<32> mp_ahead; /* the offered generation - the stored one (mp_generation_status) */
 
@@ -179,10 +178,14 @@ struct coll_meta_t {
      * register program (docs/porting-to-tofino.md). */
     bit<1> arch_state_elsewhere;
     bit<1> arch_commit_pass;
+    bit<1> arch_resubmit; /* this pass is decided, but a resubmitted one finishes the state */
     bit<16> arch_commit_generation;
     bit<32> arch_cell_tag;
-    bit<32> arch_agg_tag_ahead; /* the reduction's tag - the stored one (AggState) */
-    bit<32> arch_agg_owner_change; /* the slot's owner ^ the packet's, 0 if equal (AggState) */
+    /* AggState: the slot's owner ^ the packet's (0 if equal); the reduction's tag - the
+     * stored one; what agg_arrived records (the child bit, or a RESULT's mask and flag) */
+    bit<32> arch_agg_owner_change;
+    bit<32> arch_agg_tag_ahead;
+    bit<32> arch_agg_arrival;
     bit<32> arch_seg_idx;       /* seg_idx copied through the hash unit (BarrierState) */
 }
 

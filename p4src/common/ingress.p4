@@ -50,7 +50,7 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
                 meta.drop_reason = DROP_COMM_RANGE;
             } else {
                 meta.state_op = STATE_BARRIER_EVENT;
-                meta.state_slot = (bit<32>) hdr.coll.comm_id;
+                meta.state_slot = hdr.coll.comm_id;
             }
         } else if (meta.class == CLASS_AGG) {
             agg_header_check.apply(hdr, meta);

@@ -36,7 +36,7 @@ control MembershipCheck(in headers_t hdr, inout coll_meta_t meta) {
     apply {
         meta.mp_status = MP_STATUS_OK;
         /* the row an admitted MP's state access indexes */
-        meta.state_slot = (bit<32>) hdr.mp.slot;
+        meta.state_slot = hdr.mp.slot;
         bit<8> kind = hdr.mp.kind;
         if (kind == MP_WRITE_TREE || kind == MP_READ_TREE) {
             if (hdr.mp.slot >= NETCOLL_TREE_SLOTS) {

@@ -33,7 +33,7 @@ control AggHeaderCheck(in headers_t hdr, inout coll_meta_t meta) {
             meta.drop_reason = DROP_AGG_BAD_OP;
         } else {
             meta.state_op = STATE_AGG_EVENT;
-            meta.state_slot = (bit<32>) hdr.coll.comm_id;
+            meta.state_slot = hdr.coll.comm_id;
         }
     }
 }

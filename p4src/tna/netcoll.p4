@@ -254,29 +254,31 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
 
         hdr.steer.setInvalid(); /* never leaves the switch */
         if (md.coll.state_op == STATE_NEXT_PASS) {
-            /* Counted by the pass that decides, so every packet is counted once. */
-            if (md.coll.arch_state_elsewhere == 1) {
-                hdr.bridge.setValid();
-                hdr.bridge.kind = BRIDGE_STEER;
-                hdr.bridge.flags = 0;
-                hdr.bridge.in_port = md.coll.in_port;
-                hdr.bridge.in_port_bit = md.coll.in_port_bit;
-                hdr.bridge.mcast_children = 0;
-                ig_tm_md.ucast_egress_port = (PortId_t) hdr.port_md.steer_port;
+            /* the state is in the state pipe: steer the packet there. Counted by the pass
+             * that decides, so every packet is counted once. */
+            hdr.bridge.setValid();
+            hdr.bridge.kind = BRIDGE_STEER;
+            hdr.bridge.flags = 0;
+            hdr.bridge.in_port = md.coll.in_port;
+            hdr.bridge.in_port_bit = md.coll.in_port_bit;
+            hdr.bridge.mcast_children = 0;
+            ig_tm_md.ucast_egress_port = (PortId_t) hdr.port_md.steer_port;
+        } else if (md.coll.arch_resubmit == 1) {
+            /* a second pass finishes the state (tna/state.p4): the decision just taken is not
+             * carried out, the packet is resubmitted as it arrived */
+            hdr.resubmit.setValid();
+            if (steered) {
+                hdr.resubmit.flags = RESUBMIT_FLAG_STEERED;
             } else {
-                hdr.resubmit.setValid();
                 hdr.resubmit.flags = 0;
-                if (steered) {
-                    hdr.resubmit.flags = RESUBMIT_FLAG_STEERED;
-                }
-                hdr.resubmit.in_port = (bit<8>) md.coll.in_port;
-                hdr.resubmit.commit_generation = md.coll.arch_commit_generation;
-                hdr.resubmit.in_port_bit = md.coll.in_port_bit;
-#if __TARGET_TOFINO__ != 1
-                hdr.resubmit.tofino2_pad = 0;
-#endif
-                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_COMMIT;
             }
+            hdr.resubmit.in_port = (bit<8>) md.coll.in_port;
+            hdr.resubmit.commit_generation = md.coll.arch_commit_generation;
+            hdr.resubmit.in_port_bit = md.coll.in_port_bit;
+#if __TARGET_TOFINO__ != 1
+            hdr.resubmit.tofino2_pad = 0;
+#endif
+            ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_COMMIT;
         } else {
             /* one if/else on the decision, each field written once per path: a write that a
              * later table reads or overwrites costs a stage */

@@ -17,7 +17,11 @@
  * - registers are per pipe: only the state pipe's copies are used. A pass in another pipe
  *   touches none, returns STATE_NEXT_PASS and is steered there by the shim;
  * - a root's completion needs the released register after the cell register, i.e. a second
- *   access: it is finished in a resubmitted pass (arch_commit_pass), see BarrierState;
+ *   access: it is finished in a resubmitted pass (arch_commit_pass), see BarrierState. Such a
+ *   pass (and a REDUCE's first) sets arch_resubmit, not STATE_NEXT_PASS: the shared decisions
+ *   then run as if the pass were final, and the shim resubmits instead of carrying them out
+ *   (a resubmitted packet is the packet as it arrived). Waiting for STATE_NEXT_PASS, set by
+ *   the last of the state's tables, would hold every decision back until then;
  * - a stateful ALU updates one register: the reduction keeps one register per lane, generated
  *   per lane by the preprocessor (NETCOLL_FOR_EACH_LANE), see AggState.
  */
@@ -86,16 +90,17 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
-        /* every access indexes meta.state_slot, set where state_op was; the tests read
-         * state_op itself, not flags derived from it: a flag costs a stage before its first
-         * use, and so would a local copy of the index */
+        /* every access indexes meta.state_slot, set where state_op was, widened where it is
+         * used; the tests read state_op itself, not flags derived from it: a flag costs a
+         * stage before its first use, and so would a local copy of the index, or setting a
+         * 32-bit index from a 16-bit field (p4c writes the two halves in two tables) */
 
         /* access 1: tree_generation (not touched by a broadcast) */
         bit<32> generation = 0;
         if (meta.state_op == STATE_TREE_MP_WRITE) {
-            meta.mp_ahead = tree_generation_offer.execute(meta.state_slot);
+            meta.mp_ahead = tree_generation_offer.execute((bit<32>) meta.state_slot);
         } else if (meta.state_op == STATE_TREE_MP_READ) {
-            generation = tree_generation_read.execute(meta.state_slot);
+            generation = tree_generation_read.execute((bit<32>) meta.state_slot);
             meta.mp_status = MP_STATUS_OK;
         }
 
@@ -105,13 +110,13 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.mp_status = mp_generation_status(meta.mp_ahead);
             if (meta.mp_ahead != 0) {
                 if (meta.mp_ahead[31:31] == 0) {
-                    tree_parent_write.execute(meta.state_slot);
-                    tree_children_write.execute(meta.state_slot);
+                    tree_parent_write.execute((bit<32>) meta.state_slot);
+                    tree_children_write.execute((bit<32>) meta.state_slot);
                 }
             }
         } else {
-            meta.tree_parent = tree_parent_read.execute(meta.state_slot);
-            meta.tree_children = tree_children_read.execute(meta.state_slot);
+            meta.tree_parent = tree_parent_read.execute((bit<32>) meta.state_slot);
+            meta.tree_children = tree_children_read.execute((bit<32>) meta.state_slot);
             if (meta.state_op == STATE_TREE_MP_READ) {
                 hdr.mp.parent_port = meta.tree_parent;
                 hdr.mp.children = meta.tree_children;
@@ -126,7 +131,9 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
  * AND into OR (De Morgan: ~(~a | ~b) = a & b) and signed MIN and MAX into unsigned MIN (x ^
  * 0x80000000 orders signed values as unsigned ones, ~ of that reverses the order). The mask is
  * applied to the packet's lane before the register and again to what the register returns, so
- * the packet carries v1model's values; a read is the program with its identity element. */
+ * the packet carries v1model's values. A read runs the ADD program, which leaves the lane as it
+ * is unless asked to set or combine, whatever the operation: the lanes are masked before the
+ * verdict, and nothing depends on it but which program runs. */
 const bit<8> TNA_AGG_ALU_ADD = 1;
 const bit<8> TNA_AGG_ALU_XOR = 2;
 const bit<8> TNA_AGG_ALU_OR = 3;
@@ -134,14 +141,15 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
 
 
 /* Lane i: its register and the four programs. Each stores the packet's (masked) lane when the
- * slot starts (AGG_LANES_SET), else combines, and returns the lane after the update. */
+ * slot starts (AGG_LANES_SET), else combines (ADD only if asked to: it also serves reads), and
+ * returns the lane after the update. */
 #define TNA_AGG_LANE_REGISTER(i) \
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_lane_##i; \
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_lane_##i) agg_lane_##i##_add = { \
         void apply(inout bit<32> stored, out bit<32> result) { \
             if (meta.agg_lane_mode == AGG_LANES_SET) { \
                 stored = hdr.agg.l##i; \
-            } else { \
+            } else if (meta.agg_lane_mode == AGG_LANES_COMBINE) { \
                 stored = stored + hdr.agg.l##i; \
             } \
             result = stored; \
@@ -176,16 +184,14 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
         } \
     };
 
-/* Into the register's representation; a read offers the identity of the program. */
+/* Into the register's representation (and back: XOR is its own inverse). */
 #define TNA_AGG_LANE_MASK(i) \
     hdr.agg.l##i = hdr.agg.l##i ^ mask;
-#define TNA_AGG_LANE_IDENTITY(i) \
-    hdr.agg.l##i = identity;
 
-/* Access A3 of lane i at AggState's slot index: one of its four programs, then back to the
- * packet's representation. */
+/* Access A3 of lane i at AggState's slot index: one of its four programs (a read: ADD), then
+ * back to the packet's representation. */
 #define TNA_AGG_LANE_EXECUTE(i) \
-    if (alu == TNA_AGG_ALU_ADD) { \
+    if (alu == TNA_AGG_ALU_ADD || meta.agg_lane_mode == AGG_LANES_READ) { \
         hdr.agg.l##i = agg_lane_##i##_add.execute(slot); \
     } else if (alu == TNA_AGG_ALU_XOR) { \
         hdr.agg.l##i = agg_lane_##i##_xor.execute(slot); \
@@ -198,7 +204,8 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
 
 /* Aggregation slots (common/reduce.p4), applied by BarrierState after B2 read the tree into
  * meta.bar_* and before B3 (outside the state pipe BarrierState defers the packet first).
- * Access blocks in pipeline order: A1 agg_key, A2 agg_arrived, A3 every lane register. */
+ * Access blocks in pipeline order: A1 agg_slot_owner and agg_key, A2 agg_arrived, A3 every
+ * lane register. */
 control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_slot_hash;
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_slot_owner; /* 0: never used */
@@ -212,7 +219,9 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
      * the tag register takes the slot when the owner changed or the tag is after the stored
      * one. The owner register returns stored ^ offered (0: the same owner), which the tag
      * register tests itself: a comparison between the two would cost a stage. From the two
-     * results the match-action stage derives the relation exactly as agg_key_relation does. */
+     * results the match-action stage derives the relation exactly as agg_key_relation does.
+     * (The tag register cannot return the relation itself: a stateful ALU's result comes from
+     * one source, an input or its ALU, not either.) */
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_slot_owner) agg_owner_take = {
         void apply(inout bit<32> stored, out bit<32> change) {
             change = stored ^ meta.agg_owner;
@@ -227,20 +236,23 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             }
         }
     };
-    /* A REDUCE: add the child's bit (to an empty set if the slot starts); return the set
-     * before it. */
+    /* A REDUCE: add the child's bit (meta.arch_agg_arrival; to an empty set if the slot is
+     * FRESH); return the set before it. Its inputs are the relation and one 32-bit operand
+     * for both programs: a stateful ALU takes two input words, and the child bit, the child
+     * mask and the relation would be three. */
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(agg_arrived) agg_arrived_contribute = {
         void apply(inout port_bitmap_t stored, out port_bitmap_t previous) {
             if (meta.agg_relation == AGG_KEY_FRESH) {
                 previous = 0;
-                stored = meta.in_port_bit;
+                stored = meta.arch_agg_arrival;
             } else {
                 previous = stored;
-                stored = stored | meta.in_port_bit;
+                stored = stored | meta.arch_agg_arrival;
             }
         }
     };
-    /* A RESULT from the parent: every child counted, the result known. */
+    /* A RESULT from the parent: every child counted, the result known (meta.arch_agg_arrival
+     * is the child mask | AGG_RESULT_KNOWN). */
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(agg_arrived) agg_arrived_finalise = {
         void apply(inout port_bitmap_t stored, out port_bitmap_t previous) {
             if (meta.agg_relation == AGG_KEY_FRESH) {
@@ -248,46 +260,51 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             } else {
                 previous = stored;
             }
-            stored = meta.bar_child_mask | AGG_RESULT_KNOWN;
+            stored = meta.arch_agg_arrival;
         }
     };
 
-    /* The operation's program, lane mask and identity (see TNA_AGG_ALU_*): a table, since an
-     * action cannot test the operation. Unknown operations were refused by admission. */
+    /* The operation's program and lane mask (see TNA_AGG_ALU_*): a table, since an action
+     * cannot test the operation. Unknown operations were refused by admission. */
     bit<8> alu;
     bit<32> mask;
-    bit<32> identity;
-    action agg_program(bit<8> program, bit<32> lane_mask, bit<32> read_identity) {
+    action agg_program(bit<8> program, bit<32> lane_mask) {
         alu = program;
         mask = lane_mask;
-        identity = read_identity;
     }
     table agg_op_program {
         key = { hdr.coll.tree: exact; }
         actions = { agg_program; }
         const entries = {
-            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0, 0);
-            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0, 0);
-            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF, 0); /* OR on complements */
-            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0, 0);
-            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000, 0xFFFFFFFF); /* sign flipped */
-            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF, 0xFFFFFFFF); /* order reversed */
+            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0);
+            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0);
+            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF); /* OR on complements */
+            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0);
+            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000); /* sign flipped */
+            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF); /* order reversed */
         }
-        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0, 0xFFFFFFFF);
+        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0);
         size = 8;
     }
 
+    /* The key in an action: inlined into tables, the functions' return values would be
+     * temporaries, serialised one stage each. */
+    action compute_slot_key() {
+        meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
+        meta.agg_owner = agg_owner(meta.bar_generation);
+    }
+    /* What agg_arrived records: the child's bit, or for a RESULT the whole tree and the flag. */
+    action arrival_of_child() {
+        meta.arch_agg_arrival = meta.in_port_bit;
+    }
+    action arrival_of_result() {
+        meta.arch_agg_arrival = meta.bar_child_mask | AGG_RESULT_KNOWN;
+    }
     /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands).
      * missing_after in two steps, the first before the slot: child mask ^ in_port_bit, then ^
      * the set before. That is child mask ^ (previous | in_port_bit) whenever the child was not
      * counted yet (in_port_bit, a child's, is then outside previous), the only case
      * AggClassify reads it; one action after the register, not two. */
-    /* the key in an action: inlined into tables, the functions' return values would be
-     * temporaries, serialised one stage each */
-    action compute_slot_key() {
-        meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
-        meta.agg_owner = agg_owner(meta.bar_generation);
-    }
     action compute_missing_before() {
         meta.missing_after = meta.bar_child_mask ^ meta.in_port_bit;
     }
@@ -301,11 +318,18 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
 
     apply {
         /* what needs no slot register first, so it is ready when the registers run: the
-         * index, tag and owner, the operation's program, the first step of missing_after */
+         * index, tag and owner, what agg_arrived records, the operation's program and the
+         * lanes in the register's representation, the first step of missing_after */
         bit<32> slot = agg_slot_hash.get({hdr.coll.comm_id,
                                           hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
         compute_slot_key();
+        if (hdr.coll.op == OP_RESULT) {
+            arrival_of_result();
+        } else {
+            arrival_of_child();
+        }
         agg_op_program.apply();
+        NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
         compute_missing_before();
 
         admission.apply(hdr, meta);
@@ -340,11 +364,6 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
 
             /* access A3: every lane register, the same program on each */
             if (meta.agg_lane_mode != AGG_LANES_NONE) {
-                if (meta.agg_lane_mode == AGG_LANES_READ) {
-                    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_IDENTITY)
-                } else {
-                    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
-                }
                 NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
             }
         }
@@ -485,16 +504,16 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             return;
         }
         /* every access but the cells' indexes meta.state_slot, set with state_op (comm_id,
-         * or the MP's slot): a local copy of it would cost a stage */
+         * or the MP's slot), widened where it is used: see TreeState */
         copy_seg_idx();
         compute_chunks_left();
 
         /* access 1: barrier_generation */
         bit<32> generation = 0;
         if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-            meta.mp_ahead = barrier_generation_offer.execute(meta.state_slot);
+            meta.mp_ahead = barrier_generation_offer.execute((bit<32>) meta.state_slot);
         } else {
-            generation = barrier_generation_read.execute(meta.state_slot);
+            generation = barrier_generation_read.execute((bit<32>) meta.state_slot);
         }
         meta.bar_generation = generation[15:0];
 
@@ -504,13 +523,13 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.mp_status = mp_generation_status(meta.mp_ahead);
             if (meta.mp_ahead != 0) {
                 if (meta.mp_ahead[31:31] == 0) {
-                    barrier_child_mask_write.execute(meta.state_slot);
-                    barrier_parent_write.execute(meta.state_slot);
+                    barrier_child_mask_write.execute((bit<32>) meta.state_slot);
+                    barrier_parent_write.execute((bit<32>) meta.state_slot);
                 }
             }
         } else {
-            meta.bar_child_mask = barrier_child_mask_read.execute(meta.state_slot);
-            meta.bar_parent = barrier_parent_read.execute(meta.state_slot);
+            meta.bar_child_mask = barrier_child_mask_read.execute((bit<32>) meta.state_slot);
+            meta.bar_parent = barrier_parent_read.execute((bit<32>) meta.state_slot);
         }
         compute_config_operands();
 
@@ -530,17 +549,17 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         if (meta.state_op == STATE_BARRIER_MP_WRITE) {
             if (meta.mp_ahead != 0) {
                 if (meta.mp_ahead[31:31] == 0) {
-                    barrier_released_write.execute(meta.state_slot);
+                    barrier_released_write.execute((bit<32>) meta.state_slot);
                 }
             }
         } else if (meta.state_op == STATE_BARRIER_MP_READ) {
-            meta.bar_released = barrier_released_read.execute(meta.state_slot);
+            meta.bar_released = barrier_released_read.execute((bit<32>) meta.state_slot);
         } else if (meta.state_op == STATE_BARRIER_EVENT) {
             if (meta.arch_commit_pass == 1) {
                 if (meta.bar_parent == 0) {
                     if (meta.bar_child_mask != 0) {
                         if (meta.bar_generation == meta.arch_commit_generation) {
-                            meta.bar_ahead = barrier_released_advance.execute(meta.state_slot);
+                            meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
                             commit_stands = true;
                         }
                     }
@@ -548,28 +567,28 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             } else {
                 compute_cell_tag();
                 if (hdr.coll.op != OP_RELEASE) {
-                    meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
                 } else if (meta.bar_parent == 0) {
-                    meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
                 } else if (meta.in_port != meta.bar_parent) {
-                    meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
                 } else if (meta.bar_child_mask == 0) {
-                    meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
                 } else {
                     /* a RELEASE from the parent */
-                    meta.bar_ahead = barrier_released_advance.execute(meta.state_slot);
+                    meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
                 }
             }
         } else if (meta.state_op == STATE_AGG_EVENT) {
             if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
                 /* a REDUCE's first pass: admitted, and within its window (below) */
                 window_admission.apply(hdr, meta);
-                meta.bar_ahead = barrier_released_ahead.execute(meta.state_slot);
+                meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
             } else {
                 /* the reduction's slot: AggState's access blocks A1-A3 */
                 agg_state.apply(hdr, meta);
                 if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
-                    barrier_released_advance.execute(meta.state_slot);
+                    barrier_released_advance.execute((bit<32>) meta.state_slot);
                 }
             }
         }
@@ -595,7 +614,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                                              meta.bar_ahead_capped)) {
                         meta.drop_reason = DROP_OUT_OF_WINDOW;
                     } else {
-                        meta.state_op = STATE_NEXT_PASS;
+                        meta.arch_resubmit = 1;
                     }
                 }
             }
@@ -611,7 +630,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                          * packet and the commit pass does it. */
                         if (meta.bar_parent == 0) {
                             meta.arch_commit_generation = meta.bar_generation;
-                            meta.state_op = STATE_NEXT_PASS;
+                            meta.arch_resubmit = 1;
                         }
                     } else {
                         meta.bar_complete = 0;

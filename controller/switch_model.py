@@ -440,7 +440,7 @@ class SwitchModel:
         d.out_port = entry.parent_port
 
     def _agg_header_reason(self, coll: wire.Header) -> DropReason:
-        """common/reduce.p4 agg_header_reason."""
+        """common/reduce.p4 AggHeaderCheck."""
         if coll.comm_id >= self.sizes.comm_slots:
             return DropReason.COMM_RANGE
         if coll.seg_idx >= wire.AGG_CHUNK_LIMIT:
@@ -451,7 +451,7 @@ class SwitchModel:
 
     def _reduce(self, parsed: Parsed, in_port: int, d: Decision) -> None:
         """v1model/state.p4 BarrierState (read_config, AggState, advance_released) and
-        common/reduce.p4 agg_classify, agg_repair, agg_releases_epoch and ReduceDecide."""
+        common/reduce.p4 AggClassify, agg_repair, agg_releases_epoch and ReduceDecide."""
         coll, lanes = parsed.coll, parsed.agg
         assert coll is not None and lanes is not None
         comm = coll.comm_id

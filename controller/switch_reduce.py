@@ -14,7 +14,7 @@ AggDecision = tuple[AggVerdict | None, LaneMode, DropReason]
 
 
 def agg_admission_with_asks(reason: DropReason, in_port: int, parent: int) -> DropReason:
-    """common/reduce.p4 agg_admission_with_asks, from agg_admission_reason's ``reason``: a
+    """common/reduce.p4 AggAdmissionWithAsks, from AggAdmission's ``reason``: a
     REDUCE from the parent port is admitted (the parent asks for this subtree's part)."""
     if reason == DropReason.NOT_CHILD and parent != 0 and in_port == parent:
         return DropReason.NONE

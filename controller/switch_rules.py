@@ -64,7 +64,7 @@ def agg_key_relation(stored_tag: int, stored_owner: int, tag: int, owner: int) -
 def agg_admission_reason(
     op: int, in_port: int, in_bit: int, child_mask: int, parent: int
 ) -> DropReason:
-    """common/reduce.p4 agg_admission_reason."""
+    """common/reduce.p4 AggAdmission."""
     if child_mask == 0:
         return DropReason.BARRIER_UNCONFIGURED
     if op == Op.REDUCE:
@@ -77,7 +77,7 @@ def agg_admission_reason(
 def agg_classify(
     is_result: bool, fresh: bool, previous: int, in_bit: int, child_mask: int, parent: int
 ) -> tuple[AggVerdict | None, LaneMode, DropReason]:
-    """common/reduce.p4 agg_classify: (verdict, what happens to the lanes, drop reason)."""
+    """common/reduce.p4 AggClassify: (verdict, what happens to the lanes, drop reason)."""
     if is_result:
         return AggVerdict.DISTRIBUTE, LaneMode.SET, DropReason.NONE
     if previous & AGG_RESULT_KNOWN or (parent == 0 and previous == child_mask):

@@ -28,22 +28,6 @@
 #include "constants.p4"
 #include "headers.p4"
 
-/* The checkpoint fields of a merged ACK: 1 <= k < 2^16, 1 <= cum <= seg_count. seq_ceiling is
- * max(seq, seg_count), computed in an action (meta.ack_seq_ceiling: Tofino's ALU has max, its
- * gateways compare a field with a constant or with one other field); one test per if, as a
- * gateway reads at most 4 bytes of fields. */
-bool ack_checkpoint_valid(in headers_t hdr, in bit<32> seq_ceiling) {
-    bool valid = false;
-    if (hdr.coll.seg_idx != 0 && hdr.coll.seg_idx <= 0xFFFF) {
-        if (hdr.coll.seq != 0) {
-            if (seq_ceiling == hdr.coll.seg_count) {
-                valid = true;
-            }
-        }
-    }
-    return valid;
-}
-
 bit<32> ack_cell_index(in bit<16> slot, in bit<32> checkpoint) {
     return (bit<32>) slot * NETCOLL_ACK_WINDOW + (checkpoint & (NETCOLL_ACK_WINDOW - 1));
 }
@@ -60,6 +44,7 @@ control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
     action merge_acks(bit<16> slot, port_num_t parent_port, port_bitmap_t child_mask,
                       bit<8> generation) {
         meta.ack_found = 1;
+        meta.state_op = STATE_ACK_EVENT; /* AckState runs only if the checks below pass */
         meta.ack_slot = slot;
         meta.ack_parent = parent_port;
         meta.ack_child_mask = child_mask;
@@ -87,22 +72,28 @@ control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
         size = NETCOLL_ACK_SLOTS;
     }
 
+    /* Each test sets the outcome itself, nested: a flag set by one test and read by the next
+     * costs Tofino a stage each (a table writes it, the next stage's gateway reads it). */
     apply {
         ack_merge.apply();
         /* no entry, or one naming a slot the program does not have: never index with it */
-        bool configured = false;
-        if (meta.ack_found == 1 && meta.ack_slot < NETCOLL_ACK_SLOTS) {
-            if (meta.ack_parent != 0) {
-                if (meta.ack_child_mask != 0) {
-                    configured = true;
-                }
-            }
-        }
-        if (!configured) {
+        if (meta.ack_found == 0) {
+            meta.drop_reason = DROP_ACK_UNCONFIGURED;
+        } else if (meta.ack_slot >= NETCOLL_ACK_SLOTS) {
+            meta.drop_reason = DROP_ACK_UNCONFIGURED;
+        } else if (meta.ack_parent == 0) {
+            meta.drop_reason = DROP_ACK_UNCONFIGURED;
+        } else if (meta.ack_child_mask == 0) {
             meta.drop_reason = DROP_ACK_UNCONFIGURED;
         } else if (meta.in_port_match == 0) {
             meta.drop_reason = DROP_ACK_NOT_CHILD;
-        } else if (!ack_checkpoint_valid(hdr, meta.ack_seq_ceiling)) {
+        /* the checkpoint fields: 1 <= k < 2^16, 1 <= cum <= seg_count (seq_ceiling is
+         * max(seq, seg_count), from the action: cum <= seg_count as an equality) */
+        } else if (hdr.coll.seg_idx == 0 || hdr.coll.seg_idx > 0xFFFF) {
+            meta.drop_reason = DROP_ACK_RANGE;
+        } else if (hdr.coll.seq == 0) {
+            meta.drop_reason = DROP_ACK_RANGE;
+        } else if (meta.ack_seq_ceiling != hdr.coll.seg_count) {
             meta.drop_reason = DROP_ACK_RANGE;
         }
     }

@@ -67,39 +67,41 @@ bool beyond_window(in epoch_t ahead_capped) {
 }
 
 /* What to do with an ARRIVE or RELEASE, from the slot's configuration and released epoch.
- * verdict is BARRIER_COUNT, BARRIER_ANSWER_RELEASE or BARRIER_ADVANCE; otherwise reason says
- * why the packet is dropped. The caller computes, in actions, in_child = child_mask &
- * in_port_bit and ahead = epoch - released (meta.in_port_match, meta.bar_ahead). */
-void barrier_classify(in bit<8> op, in epoch_t ahead, in epoch_t ahead_capped,
-                      in port_num_t in_port,
-                      in port_bitmap_t in_child, in port_bitmap_t child_mask,
-                      in port_num_t parent_port, out bit<8> verdict, out bit<8> reason) {
-    verdict = 0;
-    reason = DROP_NONE;
-    if (child_mask == 0) {
-        reason = DROP_BARRIER_UNCONFIGURED;
-    } else if (op == OP_ARRIVE) {
-        if (in_child == 0) {
-            reason = DROP_NOT_CHILD;
-        } else if (!epoch_distance_after(ahead)) {
-            verdict = BARRIER_ANSWER_RELEASE; /* late or retransmitted ARRIVE */
-        } else if (beyond_window(ahead_capped)) {
-            reason = DROP_OUT_OF_WINDOW;
+ * meta.bar_verdict is BARRIER_COUNT, BARRIER_ANSWER_RELEASE or BARRIER_ADVANCE; otherwise
+ * meta.drop_reason says why the packet is dropped. The caller computes, in actions,
+ * meta.in_port_match = child mask & in_port_bit and meta.bar_ahead = epoch - released.
+ * A control, not a function with out parameters: p4c copies a function's outputs out through
+ * temporaries, which costs Tofino a stage. */
+control BarrierClassify(in headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        meta.bar_verdict = 0;
+        meta.drop_reason = DROP_NONE;
+        if (meta.bar_child_mask == 0) {
+            meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+        } else if (hdr.coll.op == OP_ARRIVE) {
+            if (meta.in_port_match == 0) {
+                meta.drop_reason = DROP_NOT_CHILD;
+            } else if (!epoch_distance_after(meta.bar_ahead)) {
+                meta.bar_verdict = BARRIER_ANSWER_RELEASE; /* late or retransmitted ARRIVE */
+            } else if (beyond_window(meta.bar_ahead_capped)) {
+                meta.drop_reason = DROP_OUT_OF_WINDOW;
+            } else {
+                meta.bar_verdict = BARRIER_COUNT;
+            }
+        } else if (hdr.coll.op != OP_RELEASE || meta.bar_parent == 0) {
+            /* only the slot's parent may send a RELEASE (configured slot, not the root, from the
+             * parent port), one test at a time: a Tofino gateway reads at most 4 bytes of
+             * fields. Only such a RELEASE advances the released epoch: an architecture that
+             * picks the released register's single access before classifying makes the same
+             * tests. */
+            meta.drop_reason = DROP_NOT_PARENT;
+        } else if (meta.in_port != meta.bar_parent) {
+            meta.drop_reason = DROP_NOT_PARENT;
+        } else if (!epoch_distance_after(meta.bar_ahead)) {
+            meta.drop_reason = DROP_STALE_RELEASE;
         } else {
-            verdict = BARRIER_COUNT;
+            meta.bar_verdict = BARRIER_ADVANCE;
         }
-    } else if (op != OP_RELEASE || parent_port == 0) {
-        /* only the slot's parent may send a RELEASE (configured slot, not the root, from the
-         * parent port), one test at a time: a Tofino gateway reads at most 4 bytes of fields.
-         * Only such a RELEASE advances the released epoch: an architecture that picks the
-         * released register's single access before classifying makes the same tests. */
-        reason = DROP_NOT_PARENT;
-    } else if (in_port != parent_port) {
-        reason = DROP_NOT_PARENT;
-    } else if (!epoch_distance_after(ahead)) {
-        reason = DROP_STALE_RELEASE;
-    } else {
-        verdict = BARRIER_ADVANCE;
     }
 }
 
@@ -113,6 +115,28 @@ void barrier_classify(in bit<8> op, in epoch_t ahead, in epoch_t ahead_capped,
  * asks its own missing children. So one rank's resend repairs whatever the barrier lost
  * between switches, however many ranks wait. */
 control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
+    /* The ports a repair asks, in missing_after (the barrier has done with it: Tofino's PHV
+     * has few 32-bit containers): the children not recorded yet, when the slot released the
+     * epoch before (a blocking barrier's only open one). In actions, set once: every write of
+     * a field read after it costs Tofino a stage. */
+    action compute_asked() {
+        meta.missing_after = meta.bar_child_mask & ~meta.bar_arrived;
+    }
+    action ask_nobody() {
+        meta.missing_after = 0;
+    }
+    action multicast_to(port_bitmap_t ports) {
+        meta.out_kind = OUT_MCAST;
+        meta.mcast_children = ports;
+        meta.filter_children = 1;
+    }
+    /* (re)send one ARRIVE upward */
+    action send_up() {
+        hdr.coll.src_node = meta.my_node;
+        meta.out_kind = OUT_UNICAST;
+        meta.out_port = meta.bar_parent;
+    }
+
     apply {
         if (meta.drop_reason != DROP_NONE) {
             return;
@@ -122,12 +146,10 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
         /* a host's ARRIVE is echoed to its port, in_port_bit (never 0 here: Classify drops
          * packets from ports without a bit) */
         bool from_host = meta.port_role == ROLE_HOST;
-        /* the ports a repair asks, held where a multicast takes them (no other bitmap is live
-         * at once: Tofino's PHV has few 32-bit containers): the children not recorded yet, when
-         * the slot released the epoch before (a blocking barrier's only open one) */
-        meta.mcast_children = 0;
         if (meta.bar_ahead == 1) {
-            meta.mcast_children = meta.bar_child_mask & ~meta.bar_arrived;
+            compute_asked();
+        } else {
+            ask_nobody();
         }
         if (meta.bar_verdict == BARRIER_ANSWER_RELEASE) {
             hdr.coll.op = OP_RELEASE;
@@ -135,9 +157,7 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
             meta.out_kind = OUT_REPLY;
         } else if (meta.bar_verdict == BARRIER_ADVANCE) {
             hdr.coll.src_node = meta.my_node;
-            meta.out_kind = OUT_MCAST;
-            meta.mcast_children = meta.bar_child_mask;
-            meta.filter_children = 1;
+            multicast_to(meta.bar_child_mask);
         } else if (meta.bar_verdict == BARRIER_ASKED) {
             hdr.coll.src_node = meta.my_node;
             hdr.coll.flags = hdr.coll.flags & ~FLAG_RETRANSMIT; /* an answer asks nothing */
@@ -145,31 +165,26 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
                 /* this switch missed RELEASE(previous): release its subtree now */
                 hdr.coll.op = OP_RELEASE;
                 hdr.coll.epoch = hdr.coll.epoch - 1;
-                meta.out_kind = OUT_MCAST;
-                meta.mcast_children = meta.bar_child_mask;
-                meta.filter_children = 1;
+                multicast_to(meta.bar_child_mask);
             } else if (meta.bar_ahead != 1) {
                 meta.drop_reason = DROP_STALE_RELEASE; /* released since */
             } else if (meta.bar_complete == 1) {
                 meta.out_kind = OUT_REPLY; /* the ARRIVE the parent missed, up again */
-            } else if (meta.mcast_children != 0) {
-                meta.out_kind = OUT_MCAST; /* to the children missing */
-                meta.filter_children = 1;
+            } else if (meta.missing_after != 0) {
+                multicast_to(meta.missing_after); /* to the children missing */
             } else {
                 meta.drop_reason = DROP_ABSORBED;
             }
         } else if (meta.bar_complete == 0 && repairs) {
             hdr.coll.dst_node = hdr.coll.src_node; /* the echo names the host it answers */
             hdr.coll.src_node = meta.my_node;
-            if (!resent) {
-                meta.mcast_children = 0; /* only a resent ARRIVE asks */
-            }
-            if (meta.mcast_children != 0) {
-                meta.out_kind = OUT_MCAST; /* to the children missing, and the echo */
+            /* only a resent ARRIVE asks: the children missing, and the echo with them */
+            if (resent && meta.missing_after != 0) {
                 if (from_host) {
-                    meta.mcast_children = meta.mcast_children | meta.in_port_bit;
+                    multicast_to(meta.missing_after | meta.in_port_bit);
+                } else {
+                    multicast_to(meta.missing_after);
                 }
-                meta.filter_children = 1;
             } else if (from_host) {
                 meta.out_kind = OUT_REPLY;
             } else {
@@ -181,30 +196,20 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
             /* the root saw every child: release the whole tree */
             hdr.coll.op = OP_RELEASE;
             hdr.coll.src_node = meta.my_node;
-            meta.out_kind = OUT_MCAST;
-            meta.mcast_children = meta.bar_child_mask;
-            meta.filter_children = 1;
-        } else {
+            multicast_to(meta.bar_child_mask);
+        } else if (repairs && from_host) {
             /* complete here, or a duplicate after completion: (re)send one ARRIVE upward, and
              * to a host that asked, its echo with it (where the shim knows the parent's bit).
              * Nested tests: each gateway reads at most 4 bytes of fields. */
-            bool with_echo = false;
-            if (repairs && from_host) {
-                if (meta.bar_parent_bit != 0) {
-                    with_echo = true;
-                }
-            }
-            if (with_echo) {
+            if (meta.bar_parent_bit != 0) {
                 hdr.coll.dst_node = hdr.coll.src_node;
                 hdr.coll.src_node = meta.my_node;
-                meta.out_kind = OUT_MCAST;
-                meta.mcast_children = meta.bar_parent_bit | meta.in_port_bit;
-                meta.filter_children = 1;
+                multicast_to(meta.bar_parent_bit | meta.in_port_bit);
             } else {
-                hdr.coll.src_node = meta.my_node;
-                meta.out_kind = OUT_UNICAST;
-                meta.out_port = meta.bar_parent;
+                send_up();
             }
+        } else {
+            send_up();
         }
     }
 }

@@ -23,6 +23,8 @@ control BroadcastLookup(in headers_t hdr, inout coll_meta_t meta) {
     action replicate_from_slot(bit<16> slot) {
         meta.tree_source = TREE_SOURCE_SLOT;
         meta.tree_slot = slot;
+        meta.state_op = STATE_TREE_READ; /* TreeState runs only if the checks below pass */
+        meta.state_slot = slot;
     }
 
     action unknown_tree() {
@@ -44,9 +46,11 @@ control BroadcastLookup(in headers_t hdr, inout coll_meta_t meta) {
         bcast_tree.apply();
         if (meta.tree_source == TREE_SOURCE_NONE) {
             meta.drop_reason = DROP_UNKNOWN_TREE;
-        } else if (meta.tree_source == TREE_SOURCE_SLOT && meta.tree_slot >= NETCOLL_TREE_SLOTS) {
-            /* a binding to a slot the program does not have: never index a register with it */
-            meta.drop_reason = DROP_UNKNOWN_TREE;
+        } else if (meta.tree_source == TREE_SOURCE_SLOT) {
+            if (meta.tree_slot >= NETCOLL_TREE_SLOTS) {
+                /* a binding to a slot the program does not have: never index a register */
+                meta.drop_reason = DROP_UNKNOWN_TREE;
+            }
         }
     }
 }
@@ -113,8 +117,13 @@ control ChildReplication(inout coll_meta_t meta) {
         size = 1;
     }
 
+    /* The table for every packet (it has no key): looked up before the decision, it costs no
+     * stage after it. */
     apply {
         mp_replication.apply();
+        if (meta.out_kind != OUT_MCAST || meta.filter_children != 1) {
+            return; /* not a replication from a child bitmap */
+        }
         if (meta.replication_group == 0) {
             /* the control plane has not installed replication groups yet */
             meta.out_kind = OUT_DROP;

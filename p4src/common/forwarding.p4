@@ -65,6 +65,9 @@ control Classify(inout headers_t hdr, inout coll_meta_t meta) {
     apply {
         meta.class = CLASS_NONE;
         meta.out_kind = OUT_DROP;
+        /* a reply's port, until a decision names another: one field for an architecture's
+         * port lookup, whichever way the packet leaves */
+        meta.out_port = meta.in_port;
         meta.drop_reason = DROP_NONE;
         meta.counter_column = counter_column(hdr);
         if (meta.in_port_bit == 0) {

@@ -96,7 +96,7 @@ struct coll_meta_t {
     bit<8> class;
     node_id_t route_key;
     bit<8> out_kind;
-    port_num_t out_port;
+    port_num_t out_port; /* where a unicast leaves; a reply leaves by in_port, set here too */
     bit<16> mcast_grp;
     port_bitmap_t mcast_children; /* replicas outside this bitmap are filtered in egress */
     bit<1> filter_children;
@@ -165,6 +165,9 @@ struct coll_meta_t {
 
     /* state access requested from the architecture shim, and the mini packet outcome */
     bit<8> state_op;
+    /* the row the state control indexes (comm_id, the MP's slot or the tree binding's), set
+     * where state_op is: on Tofino an index chosen later costs a stage before the register */
+    bit<16> state_slot;
     bit<8> mp_status;
     bit<32> mp_ahead; /* the offered generation - the stored one (mp_generation_status) */
 
@@ -175,9 +178,14 @@ struct coll_meta_t {
      * register program (docs/porting-to-tofino.md). */
     bit<1> arch_state_elsewhere;
     bit<1> arch_commit_pass;
+    bit<1> arch_resubmit; /* this pass is decided, but a resubmitted one finishes the state */
     bit<16> arch_commit_generation;
     bit<32> arch_cell_tag;
-    bit<32> arch_agg_tag_ahead; /* the reduction's tag - the stored one (AggState) */
+    /* AggState: the slot's owner ^ the packet's (0 if equal); the reduction's tag - the
+     * stored one; what agg_arrived records (the child bit, or a RESULT's mask and flag) */
+    bit<32> arch_agg_owner_change;
+    bit<32> arch_agg_tag_ahead;
+    bit<32> arch_agg_arrival;
     bit<32> arch_seg_idx;       /* seg_idx copied through the hash unit (BarrierState) */
 }
 

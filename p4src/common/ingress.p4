@@ -29,6 +29,7 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
     LocalReply() local_reply;
     BarrierDecide() barrier_decide;
     ReduceDecide() reduce_decide;
+    AggHeaderCheck() agg_header_check;
     AckMergeLookup() ack_merge_lookup;
     AckMergeDecide() ack_merge_decide;
     AckState() ack_state;
@@ -38,27 +39,23 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
     apply {
         classify.apply(hdr, meta);
         meta.state_op = STATE_NONE;
+        /* state_op (and state_slot) are set in the lookups' actions or where the checks admit
+         * the packet, never tested and set again after them: on Tofino each such step costs
+         * a stage before every register. A lookup's state control runs only if its checks
+         * left drop_reason DROP_NONE. */
         if (meta.class == CLASS_MCAST) {
             broadcast_lookup.apply(hdr, meta);
-            if (meta.drop_reason == DROP_NONE && meta.tree_source == TREE_SOURCE_SLOT) {
-                meta.state_op = STATE_TREE_READ;
-            }
         } else if (meta.class == CLASS_BARRIER) {
             if (hdr.coll.comm_id >= NETCOLL_COMM_SLOTS) {
                 meta.drop_reason = DROP_COMM_RANGE;
             } else {
                 meta.state_op = STATE_BARRIER_EVENT;
+                meta.state_slot = hdr.coll.comm_id;
             }
         } else if (meta.class == CLASS_AGG) {
-            meta.drop_reason = agg_header_reason(hdr);
-            if (meta.drop_reason == DROP_NONE) {
-                meta.state_op = STATE_AGG_EVENT;
-            }
+            agg_header_check.apply(hdr, meta);
         } else if (meta.class == CLASS_ACK_MERGE) {
             ack_merge_lookup.apply(hdr, meta);
-            if (meta.drop_reason == DROP_NONE) {
-                meta.state_op = STATE_ACK_EVENT;
-            }
         } else if (meta.class == CLASS_LOCAL && hdr.coll.op == OP_MP) {
             membership_check.apply(hdr, meta);
         }
@@ -67,9 +64,18 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
          * AggState, then may advance the released epoch: agg_releases_epoch) */
         if (meta.state_op == STATE_TREE_READ || meta.state_op == STATE_TREE_MP_WRITE
                 || meta.state_op == STATE_TREE_MP_READ) {
-            tree_state.apply(hdr, meta);
+            if (meta.drop_reason == DROP_NONE) {
+                tree_state.apply(hdr, meta);
+            }
         } else if (meta.state_op == STATE_ACK_EVENT) {
-            ack_state.apply(hdr, meta);
+            if (meta.drop_reason == DROP_NONE) {
+                ack_state.apply(hdr, meta);
+                /* decided here, beside the other state controls it excludes, rather than
+                 * after them all: on Tofino it then shares their stages */
+                if (meta.state_op != STATE_NEXT_PASS) {
+                    ack_merge_decide.apply(hdr, meta);
+                }
+            }
         } else if (meta.state_op != STATE_NONE) {
             barrier_state.apply(hdr, meta);
         }
@@ -87,15 +93,11 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
             barrier_decide.apply(hdr, meta);
         } else if (meta.class == CLASS_AGG) {
             reduce_decide.apply(hdr, meta);
-        } else if (meta.class == CLASS_ACK_MERGE) {
-            ack_merge_decide.apply(hdr, meta);
-        } else if (meta.class == CLASS_LOCAL) {
+        } else if (meta.class == CLASS_LOCAL) { /* (CLASS_ACK_MERGE: decided above) */
             local_reply.apply(hdr, meta);
         }
 
-        if (meta.out_kind == OUT_MCAST && meta.filter_children == 1) {
-            child_replication.apply(meta);
-        }
+        child_replication.apply(meta); /* for a replication from a child bitmap */
     }
 }
 

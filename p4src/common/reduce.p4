@@ -21,17 +21,21 @@
 #include "barrier.p4"
 
 /* Header checks before any register is indexed: comm_id names a slot row, seg_idx fits the
- * 16-bit tag, tree names an operation. */
-bit<8> agg_header_reason(in headers_t hdr) {
-    bit<8> reason = DROP_NONE;
-    if (hdr.coll.comm_id >= NETCOLL_COMM_SLOTS) {
-        reason = DROP_COMM_RANGE;
-    } else if (hdr.coll.seg_idx > 0xFFFF) {
-        reason = DROP_AGG_CHUNK_RANGE;
-    } else if (hdr.coll.tree == 0 || hdr.coll.tree > AGG_OP_MAX) {
-        reason = DROP_AGG_BAD_OP;
+ * 16-bit tag, tree names an operation. An admitted packet asks for its state access here (one
+ * test per if, each setting the outcome: see AckMergeLookup). */
+control AggHeaderCheck(in headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        if (hdr.coll.comm_id >= NETCOLL_COMM_SLOTS) {
+            meta.drop_reason = DROP_COMM_RANGE;
+        } else if (hdr.coll.seg_idx > 0xFFFF) {
+            meta.drop_reason = DROP_AGG_CHUNK_RANGE;
+        } else if (hdr.coll.tree == 0 || hdr.coll.tree > AGG_OP_MAX) {
+            meta.drop_reason = DROP_AGG_BAD_OP;
+        } else {
+            meta.state_op = STATE_AGG_EVENT;
+            meta.state_slot = hdr.coll.comm_id;
+        }
     }
-    return reason;
 }
 
 bit<32> agg_slot_index(in comm_id_t comm, in bit<32> chunk) {
@@ -80,103 +84,122 @@ port_bitmap_t agg_arrivals_before(in bit<8> relation, in port_bitmap_t stored) {
  * would then be dropped as stale. An epoch not after released is a late contribution (answered
  * from the slot, or stale); a RESULT comes from the parent, which checked it. ahead is
  * epoch - released (meta.bar_ahead): out of the window when it is after released
- * (epoch_distance_after) by more than the window (ahead_capped: see barrier_classify). */
+ * (epoch_distance_after) by more than the window (ahead_capped: see BarrierClassify). */
 bool agg_epoch_in_window(in bit<8> op, in epoch_t ahead, in epoch_t ahead_capped) {
-    bool in_window = true;
-    if (op == OP_REDUCE) {
-        if (beyond_window(ahead_capped) && ahead < 0x8000) {
-            in_window = false;
+    /* one expression: inlined into the test that calls it, not into a flag set before it */
+    return op != OP_REDUCE || !beyond_window(ahead_capped) || ahead >= 0x8000;
+}
+
+/* Before the slot: may this port send this op on the communicator's tree? Sets
+ * meta.drop_reason. meta.in_port_match is child mask & in_port_bit, computed in an action.
+ * A control, not a function returning the reason: see BarrierClassify. */
+control AggAdmission(in headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        meta.drop_reason = DROP_NONE;
+        if (meta.bar_child_mask == 0) {
+            meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+        } else if (hdr.coll.op == OP_REDUCE) {
+            if (meta.in_port_match == 0) {
+                meta.drop_reason = DROP_NOT_CHILD;
+            }
+        } else if (meta.bar_parent == 0 || meta.in_port != meta.bar_parent) {
+            /* only the parent sends a RESULT; the root accepts none */
+            meta.drop_reason = DROP_NOT_PARENT;
         }
     }
-    return in_window;
 }
 
-/* Before the slot: may this port send this op on the communicator's tree? in_child is
- * child_mask & in_port_bit (meta.in_port_match), computed in an action. */
-bit<8> agg_admission_reason(in bit<8> op, in port_num_t in_port, in port_bitmap_t in_child,
-                            in port_bitmap_t child_mask, in port_num_t parent_port) {
-    bit<8> reason = DROP_NONE;
-    if (child_mask == 0) {
-        reason = DROP_BARRIER_UNCONFIGURED;
-    } else if (op == OP_REDUCE) {
-        if (in_child == 0) {
-            reason = DROP_NOT_CHILD;
+/* AggAdmission, and a REDUCE from the parent port admitted: the parent asks for this
+ * subtree's contribution (agg_repair). */
+control AggAdmissionWithAsks(in headers_t hdr, inout coll_meta_t meta) {
+    AggAdmission() admission;
+    apply {
+        admission.apply(hdr, meta);
+        if (meta.drop_reason == DROP_NOT_CHILD && meta.bar_parent != 0
+                && meta.in_port == meta.bar_parent) {
+            meta.drop_reason = DROP_NONE;
         }
-    } else if (parent_port == 0 || in_port != parent_port) {
-        reason = DROP_NOT_PARENT; /* only the parent sends a RESULT; the root accepts none */
     }
-    return reason;
 }
 
-/* agg_admission_reason, and a REDUCE from the parent port admitted: the parent asks for this
- * subtree's contribution (agg_repair). in_child as for agg_admission_reason. */
-bit<8> agg_admission_with_asks(in bit<8> op, in port_num_t in_port, in port_bitmap_t in_child,
-                               in port_bitmap_t child_mask, in port_num_t parent_port) {
-    bit<8> reason = agg_admission_reason(op, in_port, in_child, child_mask, parent_port);
-    if (reason == DROP_NOT_CHILD && parent_port != 0 && in_port == parent_port) {
-        reason = DROP_NONE;
-    }
-    return reason;
-}
-
-/* A REDUCE from the parent (admitted by agg_admission_with_asks) asks for this subtree's part:
+/* A REDUCE from the parent (admitted by AggAdmissionWithAsks) asks for this subtree's part:
  * it records nothing and takes no slot (a slot it claimed would add the next contribution to
  * the lanes of the chunk before). */
 bool agg_is_ask(in bit<8> op, in port_bitmap_t in_port_bit, in port_bitmap_t child_mask) {
     return op == OP_REDUCE && (child_mask & in_port_bit) == 0;
 }
 
-/* What to do with a REDUCE or RESULT that is not stale, from agg_arrived before it. verdict is
- * one of AGG_*; lane_mode says what happens to the slot's lanes; reason is set for a drop.
- * The caller computes, in actions, counted = previous & in_port_bit (this child counted
- * already) and missing_after = child_mask ^ (previous | in_port_bit) (the children still
- * missing with this packet): a Tofino gateway cannot combine two fields, and reads at most
- * 4 bytes of fields, so one test per if. */
-void agg_classify(in bit<8> op, in bit<8> relation, in port_bitmap_t previous,
-                  in port_bitmap_t counted, in port_bitmap_t missing_after,
-                  in port_bitmap_t child_mask, in port_num_t parent_port, out bit<8> verdict,
-                  out bit<8> lane_mode, out bit<8> reason) {
-    verdict = 0;
-    lane_mode = AGG_LANES_NONE;
-    reason = DROP_NONE;
-    /* late or repeated contribution: the result is here */
-    bool answer = false;
-    if ((previous & AGG_RESULT_KNOWN) != 0) {
-        answer = true;
-    } else if (parent_port == 0) {
-        if (previous == child_mask) {
-            answer = true;
-        }
-    }
-    if (op == OP_RESULT) {
-        verdict = AGG_DISTRIBUTE;
-        lane_mode = AGG_LANES_SET;
-    } else if (answer) {
-        verdict = AGG_ANSWER;
-        lane_mode = AGG_LANES_READ;
-    } else if (counted != 0) {
-        if (previous == child_mask) {
-            verdict = AGG_SEND_UP; /* complete, no result yet: the partial may have been lost */
-            lane_mode = AGG_LANES_READ;
+/* What to do with a REDUCE or RESULT that is not stale, from agg_arrived before it
+ * (meta.agg_previous). Sets meta.agg_verdict (one of AGG_*), meta.agg_lane_mode (what happens
+ * to the slot's lanes) and, for a drop, meta.drop_reason. The caller computes, in actions,
+ * meta.in_port_match = previous & in_port_bit (this child counted already) and
+ * meta.missing_after = child_mask ^ (previous | in_port_bit) (the children still missing with
+ * this packet; read only for a child not counted yet): a Tofino gateway cannot combine two
+ * fields, and reads at most 4 bytes of fields, so one test per if. A control: see
+ * BarrierClassify. */
+/* AggClassify's contribution that is not an answer: counted already (a complete slot's partial
+ * goes up again, else a duplicate), or recorded (absorbed, or complete: distributed by the
+ * root, sent up by any other switch). */
+control AggContribution(in headers_t hdr, inout coll_meta_t meta) {
+    apply {
+        if (meta.in_port_match != 0) {
+            if (meta.agg_previous == meta.bar_child_mask) {
+                /* complete, no result yet: the partial may have been lost */
+                meta.agg_verdict = AGG_SEND_UP;
+                meta.agg_lane_mode = AGG_LANES_READ;
+            } else {
+                meta.drop_reason = DROP_AGG_DUPLICATE; /* counted once already */
+            }
         } else {
-            reason = DROP_AGG_DUPLICATE; /* counted once already */
-        }
-    } else {
-        lane_mode = AGG_LANES_COMBINE;
-        if (relation == AGG_KEY_FRESH) {
-            lane_mode = AGG_LANES_SET;
-        }
-        if (missing_after != 0) {
-            verdict = AGG_ABSORB;
-        } else if (parent_port == 0) {
-            verdict = AGG_DISTRIBUTE; /* the root completed: the aggregate is the result */
-        } else {
-            verdict = AGG_SEND_UP;
+            if (meta.agg_relation == AGG_KEY_FRESH) {
+                meta.agg_lane_mode = AGG_LANES_SET;
+            } else {
+                meta.agg_lane_mode = AGG_LANES_COMBINE;
+            }
+            if (meta.missing_after != 0) {
+                meta.agg_verdict = AGG_ABSORB;
+            } else if (meta.bar_parent == 0) {
+                /* the root completed: the aggregate is the result */
+                meta.agg_verdict = AGG_DISTRIBUTE;
+            } else {
+                meta.agg_verdict = AGG_SEND_UP;
+            }
         }
     }
 }
 
-/* Repairs, after agg_classify (the v1model shim; the TNA shim does not call it yet). Hosts
+control AggClassify(in headers_t hdr, inout coll_meta_t meta) {
+    /* applied on both sides of the root's test: an "answer" flag tested after it would cost
+     * Tofino a stage */
+    AggContribution() contribution_at_root;
+    AggContribution() contribution;
+
+    apply {
+        meta.agg_verdict = 0;
+        meta.agg_lane_mode = AGG_LANES_NONE;
+        meta.drop_reason = DROP_NONE;
+        if (hdr.coll.op == OP_RESULT) {
+            meta.agg_verdict = AGG_DISTRIBUTE;
+            meta.agg_lane_mode = AGG_LANES_SET;
+        } else if ((meta.agg_previous & AGG_RESULT_KNOWN) != 0) {
+            /* late or repeated contribution: the result is here */
+            meta.agg_verdict = AGG_ANSWER;
+            meta.agg_lane_mode = AGG_LANES_READ;
+        } else if (meta.bar_parent == 0) {
+            if (meta.agg_previous == meta.bar_child_mask) {
+                /* the same at the root, where complete means the result is known */
+                meta.agg_verdict = AGG_ANSWER;
+                meta.agg_lane_mode = AGG_LANES_READ;
+            } else {
+                contribution_at_root.apply(hdr, meta);
+            }
+        } else {
+            contribution.apply(hdr, meta);
+        }
+    }
+}
+
+/* Repairs, after AggClassify (the v1model shim; the TNA shim does not call it yet). Hosts
  * resend a chunk whose RESULT is late one at a time, in member order, so a resend must repair
  * whatever held the chunk, wherever that is:
  * - a resent REDUCE (RETRANSMIT) that finds the slot incomplete with its child recorded *asks*

@@ -89,7 +89,6 @@ struct tna_headers_t {
 
 struct tna_ingress_meta_t {
     coll_meta_t coll;
-    port_num_t out_logical_port; /* the logical port a unicast or reply leaves by */
 }
 
 struct tna_egress_meta_t {

@@ -85,8 +85,11 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
 /* p4c-barefoot 1.2.5.16 overlays the ACK-merge slot with temporaries of the barrier's
  * decision (the two paths exclude each other), places the temporaries' zeroing on the barrier
  * path, then stops on its own check that the ACK path's read comes first ("Metadata
- * initialization analysis incorrect ... overlap"): the slot keeps its own container. */
+ * initialization analysis incorrect ... overlap"): the slot keeps its own containers, and so
+ * does an MP write's generation distance (overlaid with the reduction's lane mode, zeroed by
+ * AggClassify). */
 @pa_no_overlay("ingress", "md.coll.ack_slot")
+@pa_no_overlay("ingress", "md.coll.mp_ahead")
 control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                    in ingress_intrinsic_metadata_t ig_intr_md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
@@ -104,13 +107,14 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
 
     /* A logical port the control plane has not mapped: treat as having no route. */
     action no_dev_port() {
-        md.coll.out_kind = OUT_DROP;
         md.coll.drop_reason = DROP_NO_ROUTE;
+        ig_dprsr_md.drop_ctl = 1;
     }
 
-    /* Logical port -> dev port, for unicasts and replies (ports are data, not code). */
+    /* Logical port -> dev port, for unicasts and replies (a reply's out_port is its in_port;
+     * ports are data, not code). */
     table dev_port_map {
-        key = { md.out_logical_port : exact @name("port"); }
+        key = { md.coll.out_port : exact @name("port"); }
         actions = { to_dev_port; no_dev_port; }
         default_action = no_dev_port();
         size = NETCOLL_MAX_PORTS;
@@ -225,6 +229,10 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
             md.coll.in_port_bit = hdr.port_md.port_bit;
         }
         ingress_ports_below.apply();
+        /* level2_exclusion_id = in_port for every packet, so that a multicast that prunes its
+         * ingress port needs no table after its decision (the traffic manager reads the id
+         * only for a multicast; one that prunes nothing resets it) */
+        ingress_prune_id.apply();
         md.coll.frame_len = 0; /* TNA ingress has no packet length: the check is skipped */
         /* if statements, not conditional expressions: Tofino's actions cannot test */
         md.coll.parse_error = 0;
@@ -246,36 +254,68 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
 
         hdr.steer.setInvalid(); /* never leaves the switch */
         if (md.coll.state_op == STATE_NEXT_PASS) {
-            /* Counted by the pass that decides, so every packet is counted once. */
-            if (md.coll.arch_state_elsewhere == 1) {
+            /* the state is in the state pipe: steer the packet there. Counted by the pass
+             * that decides, so every packet is counted once. */
+            hdr.bridge.setValid();
+            hdr.bridge.kind = BRIDGE_STEER;
+            hdr.bridge.flags = 0;
+            hdr.bridge.in_port = md.coll.in_port;
+            hdr.bridge.in_port_bit = md.coll.in_port_bit;
+            hdr.bridge.mcast_children = 0;
+            ig_tm_md.ucast_egress_port = (PortId_t) hdr.port_md.steer_port;
+        } else if (md.coll.arch_resubmit == 1) {
+            /* a second pass finishes the state (tna/state.p4): the decision just taken is not
+             * carried out, the packet is resubmitted as it arrived */
+            hdr.resubmit.setValid();
+            if (steered) {
+                hdr.resubmit.flags = RESUBMIT_FLAG_STEERED;
+            } else {
+                hdr.resubmit.flags = 0;
+            }
+            hdr.resubmit.in_port = (bit<8>) md.coll.in_port;
+            hdr.resubmit.commit_generation = md.coll.arch_commit_generation;
+            hdr.resubmit.in_port_bit = md.coll.in_port_bit;
+#if __TARGET_TOFINO__ != 1
+            hdr.resubmit.tofino2_pad = 0;
+#endif
+            ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_COMMIT;
+        } else {
+            /* one if/else on the decision, each field written once per path: a write that a
+             * later table reads or overwrites costs a stage */
+            if (md.coll.out_kind == OUT_DROP) {
+                ig_dprsr_md.drop_ctl = 1;
+            } else {
                 hdr.bridge.setValid();
-                hdr.bridge.kind = BRIDGE_STEER;
-                hdr.bridge.flags = 0;
                 hdr.bridge.in_port = md.coll.in_port;
                 hdr.bridge.in_port_bit = md.coll.in_port_bit;
-                hdr.bridge.mcast_children = 0;
-                ig_tm_md.ucast_egress_port = (PortId_t) hdr.port_md.steer_port;
-            } else {
-                hdr.resubmit.setValid();
-                hdr.resubmit.flags = 0;
-                if (steered) {
-                    hdr.resubmit.flags = RESUBMIT_FLAG_STEERED;
+                hdr.bridge.mcast_children = md.coll.mcast_children;
+                if (md.coll.out_kind != OUT_MCAST) {
+                    /* a unicast or a reply (out_port = in_port): no_dev_port drops it */
+                    hdr.bridge.kind = BRIDGE_FORWARD;
+                    hdr.bridge.flags = 0;
+                    dev_port_map.apply();
+                } else {
+                    hdr.bridge.kind = BRIDGE_REPLICA;
+                    ig_tm_md.mcast_grp_a = md.coll.mcast_grp;
+                    ig_tm_md.rid = NETCOLL_REPLICA_RID;
+                    if (md.coll.prune_ingress == 0) {
+                        /* level2_exclusion_id came from ingress_prune_id: prune nothing */
+                        ig_tm_md.level2_exclusion_id = L2_XID_NONE;
+                    }
+                    /* the replica rules for egress */
+                    if (md.coll.filter_children == 1) {
+                        if (md.coll.prune_ingress == 1) {
+                            hdr.bridge.flags = BRIDGE_FLAG_FILTER_CHILDREN
+                                | BRIDGE_FLAG_PRUNE_INGRESS;
+                        } else {
+                            hdr.bridge.flags = BRIDGE_FLAG_FILTER_CHILDREN;
+                        }
+                    } else if (md.coll.prune_ingress == 1) {
+                        hdr.bridge.flags = BRIDGE_FLAG_PRUNE_INGRESS;
+                    } else {
+                        hdr.bridge.flags = 0;
+                    }
                 }
-                hdr.resubmit.in_port = (bit<8>) md.coll.in_port;
-                hdr.resubmit.commit_generation = md.coll.arch_commit_generation;
-                hdr.resubmit.in_port_bit = md.coll.in_port_bit;
-#if __TARGET_TOFINO__ != 1
-                hdr.resubmit.tofino2_pad = 0;
-#endif
-                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_COMMIT;
-            }
-        } else {
-            if (md.coll.out_kind == OUT_UNICAST || md.coll.out_kind == OUT_REPLY) {
-                md.out_logical_port = md.coll.out_port;
-                if (md.coll.out_kind == OUT_REPLY) {
-                    md.out_logical_port = md.coll.in_port;
-                }
-                dev_port_map.apply();
             }
             if (md.coll.in_port_bit != 0) {
                 /* port_counter_index from the hash unit (see tna/state.p4), in a variable:
@@ -285,32 +325,8 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                     md.coll.counter_column[TNA_COUNTER_COLUMN_BITS - 1:0]});
                 rx_port_op.count(rx_index);
             }
-            if (md.coll.drop_reason != DROP_NONE) {
+            if (md.coll.drop_reason != DROP_NONE) { /* after dev_port_map, which may set it */
                 drop_reasons.count((bit<32>) md.coll.drop_reason);
-            }
-            if (md.coll.out_kind == OUT_DROP) {
-                ig_dprsr_md.drop_ctl = 1;
-            } else {
-                hdr.bridge.setValid();
-                hdr.bridge.kind = BRIDGE_FORWARD;
-                hdr.bridge.flags = 0;
-                hdr.bridge.in_port = md.coll.in_port;
-                hdr.bridge.in_port_bit = md.coll.in_port_bit;
-                hdr.bridge.mcast_children = md.coll.mcast_children;
-                if (md.coll.out_kind == OUT_MCAST) {
-                    hdr.bridge.kind = BRIDGE_REPLICA;
-                    if (md.coll.filter_children == 1) {
-                        hdr.bridge.flags = hdr.bridge.flags | BRIDGE_FLAG_FILTER_CHILDREN;
-                    }
-                    ig_tm_md.mcast_grp_a = md.coll.mcast_grp;
-                    ig_tm_md.rid = NETCOLL_REPLICA_RID;
-                    ig_tm_md.level2_exclusion_id = L2_XID_NONE;
-                    if (md.coll.prune_ingress == 1) {
-                        /* the traffic manager drops the copy for the ingress port */
-                        hdr.bridge.flags = hdr.bridge.flags | BRIDGE_FLAG_PRUNE_INGRESS;
-                        ingress_prune_id.apply(); /* level2_exclusion_id = in_port */
-                    }
-                }
             }
         }
     }

@@ -17,7 +17,11 @@
  * - registers are per pipe: only the state pipe's copies are used. A pass in another pipe
  *   touches none, returns STATE_NEXT_PASS and is steered there by the shim;
  * - a root's completion needs the released register after the cell register, i.e. a second
- *   access: it is finished in a resubmitted pass (arch_commit_pass), see BarrierState;
+ *   access: it is finished in a resubmitted pass (arch_commit_pass), see BarrierState. Such a
+ *   pass (and a REDUCE's first) sets arch_resubmit, not STATE_NEXT_PASS: the shared decisions
+ *   then run as if the pass were final, and the shim resubmits instead of carrying them out
+ *   (a resubmitted packet is the packet as it arrived). Waiting for STATE_NEXT_PASS, set by
+ *   the last of the state's tables, would hold every decision back until then;
  * - a stateful ALU updates one register: the reduction keeps one register per lane, generated
  *   per lane by the preprocessor (NETCOLL_FOR_EACH_LANE), see AggState.
  */
@@ -86,44 +90,38 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
-        bool mp_write = false;
-        bool mp_read = false;
-        /* the index is a field set on two paths, which the stateful ALU reads through the hash
-         * unit (an identity hash of one field, built by the compiler) */
-        bit<32> slot = (bit<32>) hdr.mp.slot;
-        if (meta.state_op == STATE_TREE_MP_WRITE) {
-            mp_write = true;
-        } else if (meta.state_op == STATE_TREE_MP_READ) {
-            mp_read = true;
-        } else {
-            slot = (bit<32>) meta.tree_slot;
-        }
+        /* every access indexes meta.state_slot, set where state_op was, widened where it is
+         * used; the tests read state_op itself, not flags derived from it: a flag costs a
+         * stage before its first use, and so would a local copy of the index, or setting a
+         * 32-bit index from a 16-bit field (p4c writes the two halves in two tables) */
 
         /* access 1: tree_generation (not touched by a broadcast) */
         bit<32> generation = 0;
-        if (mp_write) {
-            meta.mp_ahead = tree_generation_offer.execute(slot);
-            meta.mp_status = mp_generation_status(meta.mp_ahead);
-        } else if (mp_read) {
-            generation = tree_generation_read.execute(slot);
+        if (meta.state_op == STATE_TREE_MP_WRITE) {
+            meta.mp_ahead = tree_generation_offer.execute((bit<32>) meta.state_slot);
+        } else if (meta.state_op == STATE_TREE_MP_READ) {
+            generation = tree_generation_read.execute((bit<32>) meta.state_slot);
             meta.mp_status = MP_STATUS_OK;
         }
 
-        /* access 2: tree_parent and tree_children, after the generation decided a write */
-        if (mp_write) {
-            if (meta.mp_status == MP_STATUS_OK) {
-                tree_parent_write.execute(slot);
-                tree_children_write.execute(slot);
+        /* access 2: tree_parent and tree_children, after the generation decided a write
+         * (generation_ahead_is_newer(mp_ahead), one test per if) */
+        if (meta.state_op == STATE_TREE_MP_WRITE) {
+            meta.mp_status = mp_generation_status(meta.mp_ahead);
+            if (meta.mp_ahead != 0) {
+                if (meta.mp_ahead[31:31] == 0) {
+                    tree_parent_write.execute((bit<32>) meta.state_slot);
+                    tree_children_write.execute((bit<32>) meta.state_slot);
+                }
             }
         } else {
-            meta.tree_parent = tree_parent_read.execute(slot);
-            meta.tree_children = tree_children_read.execute(slot);
-        }
-
-        if (mp_read) {
-            hdr.mp.parent_port = meta.tree_parent;
-            hdr.mp.children = meta.tree_children;
-            hdr.mp.generation = generation;
+            meta.tree_parent = tree_parent_read.execute((bit<32>) meta.state_slot);
+            meta.tree_children = tree_children_read.execute((bit<32>) meta.state_slot);
+            if (meta.state_op == STATE_TREE_MP_READ) {
+                hdr.mp.parent_port = meta.tree_parent;
+                hdr.mp.children = meta.tree_children;
+                hdr.mp.generation = generation;
+            }
         }
     }
 }
@@ -133,7 +131,9 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
  * AND into OR (De Morgan: ~(~a | ~b) = a & b) and signed MIN and MAX into unsigned MIN (x ^
  * 0x80000000 orders signed values as unsigned ones, ~ of that reverses the order). The mask is
  * applied to the packet's lane before the register and again to what the register returns, so
- * the packet carries v1model's values; a read is the program with its identity element. */
+ * the packet carries v1model's values. A read runs the ADD program, which leaves the lane as it
+ * is unless asked to set or combine, whatever the operation: the lanes are masked before the
+ * verdict, and nothing depends on it but which program runs. */
 const bit<8> TNA_AGG_ALU_ADD = 1;
 const bit<8> TNA_AGG_ALU_XOR = 2;
 const bit<8> TNA_AGG_ALU_OR = 3;
@@ -141,14 +141,15 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
 
 
 /* Lane i: its register and the four programs. Each stores the packet's (masked) lane when the
- * slot starts (AGG_LANES_SET), else combines, and returns the lane after the update. */
+ * slot starts (AGG_LANES_SET), else combines (ADD only if asked to: it also serves reads), and
+ * returns the lane after the update. */
 #define TNA_AGG_LANE_REGISTER(i) \
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_lane_##i; \
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_lane_##i) agg_lane_##i##_add = { \
         void apply(inout bit<32> stored, out bit<32> result) { \
             if (meta.agg_lane_mode == AGG_LANES_SET) { \
                 stored = hdr.agg.l##i; \
-            } else { \
+            } else if (meta.agg_lane_mode == AGG_LANES_COMBINE) { \
                 stored = stored + hdr.agg.l##i; \
             } \
             result = stored; \
@@ -183,16 +184,14 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
         } \
     };
 
-/* Into the register's representation; a read offers the identity of the program. */
+/* Into the register's representation (and back: XOR is its own inverse). */
 #define TNA_AGG_LANE_MASK(i) \
     hdr.agg.l##i = hdr.agg.l##i ^ mask;
-#define TNA_AGG_LANE_IDENTITY(i) \
-    hdr.agg.l##i = identity;
 
-/* Access A3 of lane i at AggState's slot index: one of its four programs, then back to the
- * packet's representation. */
+/* Access A3 of lane i at AggState's slot index: one of its four programs (a read: ADD), then
+ * back to the packet's representation. */
 #define TNA_AGG_LANE_EXECUTE(i) \
-    if (alu == TNA_AGG_ALU_ADD) { \
+    if (alu == TNA_AGG_ALU_ADD || meta.agg_lane_mode == AGG_LANES_READ) { \
         hdr.agg.l##i = agg_lane_##i##_add.execute(slot); \
     } else if (alu == TNA_AGG_ALU_XOR) { \
         hdr.agg.l##i = agg_lane_##i##_xor.execute(slot); \
@@ -205,7 +204,8 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
 
 /* Aggregation slots (common/reduce.p4), applied by BarrierState after B2 read the tree into
  * meta.bar_* and before B3 (outside the state pipe BarrierState defers the packet first).
- * Access blocks in pipeline order: A1 agg_key, A2 agg_arrived, A3 every lane register. */
+ * Access blocks in pipeline order: A1 agg_slot_owner and agg_key, A2 agg_arrived, A3 every
+ * lane register. */
 control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_slot_hash;
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_slot_owner; /* 0: never used */
@@ -217,37 +217,42 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
      * ALU has two comparison units, so the owner has its own register, taken unconditionally
      * (a packet that keeps the slot has the stored owner, so writing it changes nothing), and
      * the tag register takes the slot when the owner changed or the tag is after the stored
-     * one; both return what they held, from which the match-action stage derives the relation
-     * exactly as agg_key_relation does. */
+     * one. The owner register returns stored ^ offered (0: the same owner), which the tag
+     * register tests itself: a comparison between the two would cost a stage. From the two
+     * results the match-action stage derives the relation exactly as agg_key_relation does.
+     * (The tag register cannot return the relation itself: a stateful ALU's result comes from
+     * one source, an input or its ALU, not either.) */
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_slot_owner) agg_owner_take = {
-        void apply(inout bit<32> stored, out bit<32> previous) {
-            previous = stored;
+        void apply(inout bit<32> stored, out bit<32> change) {
+            change = stored ^ meta.agg_owner;
             stored = meta.agg_owner;
         }
     };
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_key) agg_key_claim = {
         void apply(inout bit<32> stored, out bit<32> ahead) {
             ahead = meta.agg_tag - stored; /* agg_tag_after's distance, for the relation */
-            /* FRESH here: the owner changed (set from agg_owner_take) */
-            if (meta.agg_relation == AGG_KEY_FRESH || (int<32>) (meta.agg_tag - stored) > 0) {
+            if (meta.arch_agg_owner_change != 0 || (int<32>) (meta.agg_tag - stored) > 0) {
                 stored = meta.agg_tag;
             }
         }
     };
-    /* A REDUCE: add the child's bit (to an empty set if the slot starts); return the set
-     * before it. */
+    /* A REDUCE: add the child's bit (meta.arch_agg_arrival; to an empty set if the slot is
+     * FRESH); return the set before it. Its inputs are the relation and one 32-bit operand
+     * for both programs: a stateful ALU takes two input words, and the child bit, the child
+     * mask and the relation would be three. */
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(agg_arrived) agg_arrived_contribute = {
         void apply(inout port_bitmap_t stored, out port_bitmap_t previous) {
             if (meta.agg_relation == AGG_KEY_FRESH) {
                 previous = 0;
-                stored = meta.in_port_bit;
+                stored = meta.arch_agg_arrival;
             } else {
                 previous = stored;
-                stored = stored | meta.in_port_bit;
+                stored = stored | meta.arch_agg_arrival;
             }
         }
     };
-    /* A RESULT from the parent: every child counted, the result known. */
+    /* A RESULT from the parent: every child counted, the result known (meta.arch_agg_arrival
+     * is the child mask | AGG_RESULT_KNOWN). */
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(agg_arrived) agg_arrived_finalise = {
         void apply(inout port_bitmap_t stored, out port_bitmap_t previous) {
             if (meta.agg_relation == AGG_KEY_FRESH) {
@@ -255,71 +260,95 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             } else {
                 previous = stored;
             }
-            stored = meta.bar_child_mask | AGG_RESULT_KNOWN;
+            stored = meta.arch_agg_arrival;
         }
     };
 
-    /* The operation's program, lane mask and identity (see TNA_AGG_ALU_*): a table, since an
-     * action cannot test the operation. Unknown operations were refused by admission. */
+    /* The operation's program and lane mask (see TNA_AGG_ALU_*): a table, since an action
+     * cannot test the operation. Unknown operations were refused by admission. */
     bit<8> alu;
     bit<32> mask;
-    bit<32> identity;
-    action agg_program(bit<8> program, bit<32> lane_mask, bit<32> read_identity) {
+    action agg_program(bit<8> program, bit<32> lane_mask) {
         alu = program;
         mask = lane_mask;
-        identity = read_identity;
     }
     table agg_op_program {
         key = { hdr.coll.tree: exact; }
         actions = { agg_program; }
         const entries = {
-            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0, 0);
-            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0, 0);
-            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF, 0); /* OR on complements */
-            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0, 0);
-            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000, 0xFFFFFFFF); /* sign flipped */
-            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF, 0xFFFFFFFF); /* order reversed */
+            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0);
+            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0);
+            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF); /* OR on complements */
+            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0);
+            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000); /* sign flipped */
+            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF); /* order reversed */
         }
-        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0, 0xFFFFFFFF);
+        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0);
         size = 8;
     }
 
-    /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands) */
+    /* The key in an action: inlined into tables, the functions' return values would be
+     * temporaries, serialised one stage each. */
+    action compute_slot_key() {
+        meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
+        meta.agg_owner = agg_owner(meta.bar_generation);
+    }
+    /* What agg_arrived records: the child's bit, or for a RESULT the whole tree and the flag. */
+    action arrival_of_child() {
+        meta.arch_agg_arrival = meta.in_port_bit;
+    }
+    action arrival_of_result() {
+        meta.arch_agg_arrival = meta.bar_child_mask | AGG_RESULT_KNOWN;
+    }
+    /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands).
+     * missing_after in two steps, the first before the slot: child mask ^ in_port_bit, then ^
+     * the set before. That is child mask ^ (previous | in_port_bit) whenever the child was not
+     * counted yet (in_port_bit, a child's, is then outside previous), the only case
+     * AggClassify reads it; one action after the register, not two. */
+    action compute_missing_before() {
+        meta.missing_after = meta.bar_child_mask ^ meta.in_port_bit;
+    }
     action compute_arrival_operands() {
-        meta.missing_after = meta.agg_previous | meta.in_port_bit;
+        meta.missing_after = meta.missing_after ^ meta.agg_previous;
         meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
     }
-    action compute_missing_after() {
-        meta.missing_after = meta.bar_child_mask ^ meta.missing_after;
-    }
+
+    AggAdmission() admission;
+    AggClassify() classify;
 
     apply {
-        meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_match,
-                                                meta.bar_child_mask, meta.bar_parent);
+        /* what needs no slot register first, so it is ready when the registers run: the
+         * index, tag and owner, what agg_arrived records, the operation's program and the
+         * lanes in the register's representation, the first step of missing_after */
+        bit<32> slot = agg_slot_hash.get({hdr.coll.comm_id,
+                                          hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
+        compute_slot_key();
+        if (hdr.coll.op == OP_RESULT) {
+            arrival_of_result();
+        } else {
+            arrival_of_child();
+        }
+        agg_op_program.apply();
+        NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
+        compute_missing_before();
+
+        admission.apply(hdr, meta);
         if (meta.drop_reason != DROP_NONE) {
             return;
         }
-        bit<32> slot = agg_slot_hash.get({hdr.coll.comm_id,
-                                          hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
-        meta.agg_tag = agg_tag(hdr.coll.epoch, hdr.coll.seg_idx);
-        meta.agg_owner = agg_owner(meta.bar_generation);
 
-        /* access A1: agg_key */
-        meta.agg_relation = AGG_KEY_SAME; /* not yet known: FRESH if the owner changed */
-        if (agg_owner_take.execute(slot) != meta.agg_owner) {
-            meta.agg_relation = AGG_KEY_FRESH;
-        }
-        /* agg_tag_after(tag, stored) as a test of the difference's sign, which a gateway can
-         * make (it cannot subtract) */
+        /* access A1: agg_slot_owner and agg_key; agg_tag_after(tag, stored) as a test of the
+         * difference's sign, which a gateway can make (it cannot subtract) */
+        meta.arch_agg_owner_change = agg_owner_take.execute(slot);
         meta.arch_agg_tag_ahead = agg_key_claim.execute(slot);
-        if (meta.agg_relation != AGG_KEY_FRESH) {
-            if (meta.arch_agg_tag_ahead == 0) {
-                meta.agg_relation = AGG_KEY_SAME;
-            } else if (meta.arch_agg_tag_ahead[31:31] == 0) {
-                meta.agg_relation = AGG_KEY_FRESH;
-            } else {
-                meta.agg_relation = AGG_KEY_STALE;
-            }
+        if (meta.arch_agg_owner_change != 0) {
+            meta.agg_relation = AGG_KEY_FRESH;
+        } else if (meta.arch_agg_tag_ahead == 0) {
+            meta.agg_relation = AGG_KEY_SAME;
+        } else if (meta.arch_agg_tag_ahead[31:31] == 0) {
+            meta.agg_relation = AGG_KEY_FRESH;
+        } else {
+            meta.agg_relation = AGG_KEY_STALE;
         }
         if (meta.agg_relation == AGG_KEY_STALE) {
             meta.drop_reason = DROP_AGG_STALE;
@@ -331,30 +360,15 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
                 meta.agg_previous = agg_arrived_contribute.execute(slot);
             }
             compute_arrival_operands();
-            compute_missing_after();
-            agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_match,
-                         meta.missing_after, meta.bar_child_mask, meta.bar_parent,
-                         meta.agg_verdict, meta.agg_lane_mode, meta.drop_reason);
+            classify.apply(hdr, meta);
 
             /* access A3: every lane register, the same program on each */
             if (meta.agg_lane_mode != AGG_LANES_NONE) {
-                agg_op_program.apply();
-                if (meta.agg_lane_mode == AGG_LANES_READ) {
-                    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_IDENTITY)
-                } else {
-                    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
-                }
                 NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
             }
         }
     }
 }
-
-/* BarrierState's access to barrier_released (B3) */
-const bit<2> RELEASED_ACCESS_NONE = 0;
-const bit<2> RELEASED_ACCESS_READ = 1;
-const bit<2> RELEASED_ACCESS_ADVANCE = 2;
-const bit<2> RELEASED_ACCESS_WRITE = 3;
 
 control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     AggState() agg_state;
@@ -402,17 +416,25 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             stored = hdr.mp.parent_port;
         }
     };
+    /* An MP read: released itself. */
     RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_read = {
         void apply(inout epoch_t stored, out epoch_t result) {
             result = stored;
         }
     };
-    /* A RELEASE from the parent, or the commit pass of a root's completion: move to the packet's
-     * epoch if it is newer; the returned old value lets barrier_classify (or the commit pass)
-     * see exactly what this condition saw. */
+    /* Every other read: the packet's epoch - released (meta.bar_ahead), the operand of the
+     * decisions' tests, from the register itself: subtracting after it would cost a stage. */
+    RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_ahead = {
+        void apply(inout epoch_t stored, out epoch_t ahead) {
+            ahead = hdr.coll.epoch - stored;
+        }
+    };
+    /* A RELEASE from the parent, the commit pass of a root's completion, a reduction's last
+     * RESULT: move to the packet's epoch if it is newer; the returned epoch - the old value
+     * lets BarrierClassify (or the commit pass) see exactly what this condition saw. */
     RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_advance = {
-        void apply(inout epoch_t stored, out epoch_t previous) {
-            previous = stored;
+        void apply(inout epoch_t stored, out epoch_t ahead) {
+            ahead = hdr.coll.epoch - stored;
             if ((int<16>) (hdr.coll.epoch - stored) > 0) { /* epoch_distance_after */
                 stored = hdr.coll.epoch;
             }
@@ -451,163 +473,170 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands) */
     action compute_config_operands() {
         meta.in_port_match = meta.bar_child_mask & meta.in_port_bit;
-        meta.arch_seg_idx = seg_idx_copy.get({hdr.coll.seg_idx});
     }
     /* seg_count - seg_idx, with seg_idx read through the hash unit (arch_seg_idx): the ALU
      * subtracts whole containers, and the cell tags slice seg_idx into bytes */
+    action copy_seg_idx() {
+        meta.arch_seg_idx = seg_idx_copy.get({hdr.coll.seg_idx});
+    }
     action compute_chunks_left() {
         meta.agg_chunks_left = hdr.coll.seg_count - meta.arch_seg_idx;
     }
-    action compute_epoch_distance() {
-        meta.bar_ahead = hdr.coll.epoch - meta.bar_released;
+    action compute_cell_tag() {
+        meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
     }
     action compute_epoch_distance_capped() {
         meta.bar_ahead_capped = (meta.bar_ahead < NETCOLL_BARRIER_WINDOW + 1)
             ? meta.bar_ahead : NETCOLL_BARRIER_WINDOW + 1; /* min, which the ALU has */
     }
 
+    BarrierClassify() classify;
+    AggAdmission() window_admission;
+
+    /* The passes (count, commit, REDUCE window, REDUCE/RESULT slot, MP write, MP read) are
+     * told apart by testing state_op, arch_commit_pass and the op where they branch, in one
+     * if/else per step: p4c-barefoot then knows the branches exclude each other and lets them
+     * share stages, where flags computed up front cost a stage and serialise every pass's
+     * tables behind every other's. */
     apply {
         if (meta.arch_state_elsewhere == 1) {
             meta.state_op = STATE_NEXT_PASS;
             return;
         }
-        /* flags set by if statements: Tofino's actions cannot compute a comparison */
-        bool event = false;
-        bool commit = false;
-        bool count_pass = false;
-        if (meta.state_op == STATE_BARRIER_EVENT) {
-            event = true;
-            if (meta.arch_commit_pass == 1) {
-                commit = true;
-            } else {
-                count_pass = true;
-            }
-        }
-        bool mp_write = false;
-        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-            mp_write = true;
-        }
-        bool mp_read = false;
-        if (meta.state_op == STATE_BARRIER_MP_READ) {
-            mp_read = true;
-        }
-        /* a reduction: the tree (B1, B2), its slot (AggState), maybe the released epoch (B3).
-         * A REDUCE takes two passes: the first reads the released epoch (B3) and checks its
-         * epoch window (agg_epoch_in_window) before any slot is touched, the resubmitted one
-         * does the slot and may advance released: B3 cannot be read before AggState and
-         * advanced after it in one pass. A RESULT takes one. */
-        bool agg_any = false;
-        bool agg_window_pass = false;
-        bool agg = false;
-        if (meta.state_op == STATE_AGG_EVENT) {
-            agg_any = true;
-            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
-                agg_window_pass = true;
-            } else {
-                agg = true;
-            }
-        }
-        bit<32> slot = (bit<32>) hdr.mp.slot; /* a field set on two paths, as in TreeState */
-        if (event || agg_any) {
-            slot = (bit<32>) hdr.coll.comm_id;
-        }
+        /* every access but the cells' indexes meta.state_slot, set with state_op (comm_id,
+         * or the MP's slot), widened where it is used: see TreeState */
+        copy_seg_idx();
+        compute_chunks_left();
 
         /* access 1: barrier_generation */
         bit<32> generation = 0;
-        if (mp_write) {
-            meta.mp_ahead = barrier_generation_offer.execute(slot);
-            meta.mp_status = mp_generation_status(meta.mp_ahead);
+        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+            meta.mp_ahead = barrier_generation_offer.execute((bit<32>) meta.state_slot);
         } else {
-            generation = barrier_generation_read.execute(slot);
+            generation = barrier_generation_read.execute((bit<32>) meta.state_slot);
         }
         meta.bar_generation = generation[15:0];
-        bool write_config = mp_write && meta.mp_status == MP_STATUS_OK;
 
-        /* access 2: barrier_child_mask and barrier_parent */
-        if (write_config) {
-            barrier_child_mask_write.execute(slot);
-            barrier_parent_write.execute(slot);
-        } else if (!mp_write) {
-            meta.bar_child_mask = barrier_child_mask_read.execute(slot);
-            meta.bar_parent = barrier_parent_read.execute(slot);
+        /* access 2: barrier_child_mask and barrier_parent; an MP write is applied when its
+         * generation is newer (generation_ahead_is_newer(mp_ahead), one test per if) */
+        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+            meta.mp_status = mp_generation_status(meta.mp_ahead);
+            if (meta.mp_ahead != 0) {
+                if (meta.mp_ahead[31:31] == 0) {
+                    barrier_child_mask_write.execute((bit<32>) meta.state_slot);
+                    barrier_parent_write.execute((bit<32>) meta.state_slot);
+                }
+            }
+        } else {
+            meta.bar_child_mask = barrier_child_mask_read.execute((bit<32>) meta.state_slot);
+            meta.bar_parent = barrier_parent_read.execute((bit<32>) meta.state_slot);
         }
         compute_config_operands();
-        compute_chunks_left();
 
-        /* the reduction's slot: AggState's access blocks A1-A3 */
-        if (agg) {
-            agg_state.apply(hdr, meta);
-        }
-
-        /* access 3: barrier_released. The count pass advances it only for a RELEASE from the
-         * parent; the commit pass only if the slot is still this root's, under the
-         * configuration generation the completion was counted under (an MP write in between
-         * replaced it: the completion no longer stands and the packet is dropped); a reduction
-         * when it sends its instance's last RESULT down (agg_releases_epoch). */
-        bool commit_stands = false; /* one test per if: a gateway reads at most 4 bytes */
-        if (commit && meta.bar_parent == 0) {
-            if (meta.bar_child_mask != 0) {
-                if (meta.bar_generation == meta.arch_commit_generation) {
-                    commit_stands = true;
+        /* access 3: barrier_released, its access chosen per pass, executed where it is chosen
+         * (the branches exclude each other; a variable naming the access would cost a stage).
+         * The count pass advances it only for a RELEASE from the parent (BarrierClassify's
+         * tests for BARRIER_ADVANCE's sender); the commit pass only if the slot is still this
+         * root's, under the configuration generation the completion was counted under (an MP
+         * write in between replaced it: the completion no longer stands and the packet is
+         * dropped); a reduction when it sends its instance's last RESULT down
+         * (agg_releases_epoch), after AggState. A REDUCE takes two passes: the first reads
+         * released and checks its epoch window (agg_epoch_in_window) before any slot is
+         * touched, the resubmitted one does the slot and may advance released: B3 cannot be
+         * read before AggState and advanced after it in one pass. A RESULT takes one. One test
+         * per if: a gateway reads at most 4 bytes. */
+        bool commit_stands = false;
+        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+            if (meta.mp_ahead != 0) {
+                if (meta.mp_ahead[31:31] == 0) {
+                    barrier_released_write.execute((bit<32>) meta.state_slot);
+                }
+            }
+        } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+            meta.bar_released = barrier_released_read.execute((bit<32>) meta.state_slot);
+        } else if (meta.state_op == STATE_BARRIER_EVENT) {
+            if (meta.arch_commit_pass == 1) {
+                if (meta.bar_parent == 0) {
+                    if (meta.bar_child_mask != 0) {
+                        if (meta.bar_generation == meta.arch_commit_generation) {
+                            meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
+                            commit_stands = true;
+                        }
+                    }
+                }
+            } else {
+                compute_cell_tag();
+                if (hdr.coll.op != OP_RELEASE) {
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                } else if (meta.bar_parent == 0) {
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                } else if (meta.in_port != meta.bar_parent) {
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                } else if (meta.bar_child_mask == 0) {
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                } else {
+                    /* a RELEASE from the parent */
+                    meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
+                }
+            }
+        } else if (meta.state_op == STATE_AGG_EVENT) {
+            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
+                /* a REDUCE's first pass: admitted, and within its window (below) */
+                window_admission.apply(hdr, meta);
+                meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+            } else {
+                /* the reduction's slot: AggState's access blocks A1-A3 */
+                agg_state.apply(hdr, meta);
+                if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
+                    barrier_released_advance.execute((bit<32>) meta.state_slot);
                 }
             }
         }
-        /* which access, decided one condition at a time (later ones take precedence): as one
-         * compound condition it is more than a gateway can hold */
-        bit<2> released_access = RELEASED_ACCESS_NONE;
-        if (count_pass || mp_read || agg_window_pass) {
-            released_access = RELEASED_ACCESS_READ;
-        }
-        /* a RELEASE from the parent: barrier_classify's tests for BARRIER_ADVANCE's sender,
-         * one per if (a gateway reads at most 4 bytes of fields) */
-        if (count_pass && hdr.coll.op == OP_RELEASE) {
-            if (meta.bar_parent != 0 && meta.in_port == meta.bar_parent) {
-                if (meta.bar_child_mask != 0) {
-                    released_access = RELEASED_ACCESS_ADVANCE;
-                }
-            }
-        }
-        if (agg && agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
-            released_access = RELEASED_ACCESS_ADVANCE;
-        }
-        if (commit_stands) {
-            released_access = RELEASED_ACCESS_ADVANCE;
-        }
-        if (write_config) {
-            released_access = RELEASED_ACCESS_WRITE;
-        }
-        if (released_access == RELEASED_ACCESS_WRITE) {
-            barrier_released_write.execute(slot);
-        } else if (released_access == RELEASED_ACCESS_ADVANCE) {
-            meta.bar_released = barrier_released_advance.execute(slot);
-        } else if (released_access == RELEASED_ACCESS_READ) {
-            meta.bar_released = barrier_released_read.execute(slot);
-        }
-        compute_epoch_distance();
         compute_epoch_distance_capped();
 
-        /* a REDUCE's first pass: admitted and within its window, it goes round again */
-        if (agg_window_pass) {
-            meta.drop_reason = agg_admission_reason(hdr.coll.op, meta.in_port, meta.in_port_match,
-                                                    meta.bar_child_mask, meta.bar_parent);
-            if (meta.drop_reason == DROP_NONE) {
-                if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped)) {
-                    meta.drop_reason = DROP_OUT_OF_WINDOW;
-                } else {
-                    meta.state_op = STATE_NEXT_PASS;
+        /* access 4's index, barrier_cell_index(slot, epoch): one hash of fields set on the two
+         * paths (two hashes of one register crash p4c-barefoot 1.2.5.16, and a second call of
+         * one hash gets no control-plane API); an MP read asks about the open epoch */
+        bit<TNA_BARRIER_WINDOW_BITS> cell_low = hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+        epoch_t open_epoch = meta.bar_released + 1;
+        if (meta.state_op == STATE_BARRIER_MP_READ) {
+            cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+            meta.arch_cell_tag = barrier_cell_tag(open_epoch, meta.bar_generation);
+        }
+        bit<32> cell = barrier_cell_hash.get({meta.state_slot, cell_low});
+
+        /* the verdict, from what the accesses returned, and access 4: barrier_cells */
+        if (meta.state_op == STATE_AGG_EVENT) {
+            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
+                /* a REDUCE's first pass: admitted and within its window, it goes round again */
+                if (meta.drop_reason == DROP_NONE) {
+                    if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead,
+                                             meta.bar_ahead_capped)) {
+                        meta.drop_reason = DROP_OUT_OF_WINDOW;
+                    } else {
+                        meta.arch_resubmit = 1;
+                    }
                 }
             }
-            /* no return (p4test then flags every later flag as maybe uninitialised): what
-             * follows is for barrier passes and MP reads only, none of which this is */
-        }
-
-        /* the verdict, from what the accesses returned */
-        if (count_pass) {
-            barrier_classify(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped, meta.in_port,
-                             meta.in_port_match, meta.bar_child_mask, meta.bar_parent,
-                             meta.bar_verdict, meta.drop_reason);
-        } else if (commit) {
-            if (!commit_stands) {
+        } else if (meta.state_op == STATE_BARRIER_EVENT) {
+            if (meta.arch_commit_pass == 0) {
+                classify.apply(hdr, meta);
+                if (meta.bar_verdict == BARRIER_COUNT) {
+                    meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
+                    if (meta.bar_arrived == meta.bar_child_mask) {
+                        meta.bar_complete = 1;
+                        /* A root that just completed must also advance its released epoch: a
+                         * second access to barrier_released, so the shim resubmits the
+                         * packet and the commit pass does it. */
+                        if (meta.bar_parent == 0) {
+                            meta.arch_commit_generation = meta.bar_generation;
+                            meta.arch_resubmit = 1;
+                        }
+                    } else {
+                        meta.bar_complete = 0;
+                    }
+                }
+            } else if (!commit_stands) {
                 meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
             } else if (epoch_distance_after(meta.bar_ahead)) {
                 /* this pass released the epoch: BarrierDecide sends RELEASE down the tree */
@@ -617,43 +646,13 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                 /* a duplicate completion raced this one: answer it as a released epoch */
                 meta.bar_verdict = BARRIER_ANSWER_RELEASE;
             }
-        }
-
-        /* access 4: barrier_cells, at barrier_cell_index(slot, epoch): one hash of fields set
-         * on the two paths (two hashes of one register crash p4c-barefoot 1.2.5.16) */
-        comm_id_t cell_slot = hdr.coll.comm_id;
-        bit<TNA_BARRIER_WINDOW_BITS> cell_low = hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-        epoch_t open_epoch = meta.bar_released + 1;
-        if (mp_read) {
-            cell_slot = hdr.mp.slot;
-            cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-        }
-        bit<32> cell = barrier_cell_hash.get({cell_slot, cell_low});
-        if (count_pass && meta.bar_verdict == BARRIER_COUNT) {
-            meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
-            meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
-            meta.bar_complete = 0;
-            if (meta.bar_arrived == meta.bar_child_mask) {
-                meta.bar_complete = 1;
-            }
-        } else if (mp_read) {
-            meta.arch_cell_tag = barrier_cell_tag(open_epoch, meta.bar_generation);
-            hdr.mp.aux = barrier_cell_read_arrivals.execute(cell);
-        }
-
-        if (mp_read) {
+        } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+            hdr.mp.aux = barrier_cell_read_arrivals.execute(cell); /* the open epoch's */
             hdr.mp.children = meta.bar_child_mask;
             hdr.mp.parent_port = meta.bar_parent;
             hdr.mp.generation = generation;
             hdr.mp.epoch = meta.bar_released;
             meta.mp_status = MP_STATUS_OK;
-        }
-
-        /* A root that just completed must also advance its released epoch: a second access to
-         * barrier_released, so the shim resubmits the packet and the commit pass does it. */
-        if (count_pass && meta.bar_complete == 1 && meta.bar_parent == 0) {
-            meta.arch_commit_generation = meta.bar_generation;
-            meta.state_op = STATE_NEXT_PASS;
         }
     }
 }

@@ -77,6 +77,8 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
 /* Aggregation slots (common/reduce.p4). BarrierState applies it after reading the tree into
  * meta.bar_*; the same register order as the TNA shim: key, arrived, lanes. */
 control AggState(inout headers_t hdr, inout coll_meta_t meta) {
+    AggAdmissionWithAsks() admission;
+    AggClassify() classify;
     register<bit<64>>(NETCOLL_AGG_SLOTS) agg_key; /* tag in [63:32], owner in [31:0] */
     register<port_bitmap_t>(NETCOLL_AGG_SLOTS) agg_arrived;
     register<bit<32>>(NETCOLL_AGG_LANE_CELLS) agg_lanes;
@@ -117,8 +119,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 
     apply {
-        meta.drop_reason = agg_admission_with_asks(hdr.coll.op, meta.in_port,
-            meta.in_port_match, meta.bar_child_mask, meta.bar_parent);
+        admission.apply(hdr, meta);
         if (meta.drop_reason == DROP_NONE
                 && !agg_epoch_in_window(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped)) {
             meta.drop_reason = DROP_OUT_OF_WINDOW; /* BarrierState read the released epoch */
@@ -136,9 +137,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             return;
         }
         record_arrival();
-        agg_classify(hdr.coll.op, meta.agg_relation, meta.agg_previous, meta.in_port_match,
-                     meta.missing_after, meta.bar_child_mask, meta.bar_parent, meta.agg_verdict,
-                     meta.agg_lane_mode, meta.drop_reason);
+        classify.apply(hdr, meta);
         agg_repair(hdr.coll.op, hdr.coll.flags, meta.agg_previous, meta.in_port_bit,
                    meta.bar_child_mask, meta.agg_verdict, meta.agg_lane_mode, meta.drop_reason);
         if (meta.agg_lane_mode == AGG_LANES_SET) {
@@ -153,6 +152,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
 
 control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     AggState() agg_state;
+    BarrierClassify() classify;
     register<port_bitmap_t>(NETCOLL_COMM_SLOTS) barrier_child_mask;
     register<port_num_t>(NETCOLL_COMM_SLOTS) barrier_parent;
     register<bit<32>>(NETCOLL_COMM_SLOTS) barrier_generation;
@@ -244,9 +244,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     apply {
         if (meta.state_op == STATE_BARRIER_EVENT) {
             read_config();
-            barrier_classify(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped, meta.in_port,
-                             meta.in_port_match, meta.bar_child_mask, meta.bar_parent,
-                             meta.bar_verdict, meta.drop_reason);
+            classify.apply(hdr, meta);
             if (meta.drop_reason == DROP_NOT_CHILD && meta.bar_parent != 0
                     && meta.in_port == meta.bar_parent && hdr.coll.op == OP_ARRIVE
                     && (hdr.coll.flags & FLAG_REPLY_NOW) != 0) {

@@ -153,9 +153,9 @@ struct coll_meta_t {
      * gateway compares a field with a constant or with one other field; it cannot mask one
      * field with another (docs/porting-to-tofino.md). In actions, not in an apply block:
      * there p4c's LocalCopyPropagation folds the assignment back into the condition that
-     * reads it, even for a metadata field; after an action the value is unknown to it. Tofino's PHV has few 32-bit
-     * containers, so the two serve the barrier, the reduction and the merged ACKs (no packet
-     * is two), each in two steps:
+     * reads it, even for a metadata field; after an action the value is unknown to it.
+     * Tofino's PHV has few 32-bit containers, so the two serve the barrier, the reduction and
+     * the merged ACKs (no packet is two), each in two steps:
      *   in_port_match   the tree's child mask & in_port_bit (is the port a child?), then in a
      *                   reduction agg_previous & in_port_bit (was this child counted?);
      *   missing_after   what the slot or cell held | in_port_bit, then the child mask ^ that:

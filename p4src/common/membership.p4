@@ -33,30 +33,31 @@ bit<8> mp_generation_status(in bit<32> ahead) {
 
 /* Validate kind and slot before any register is indexed. */
 control MembershipCheck(in headers_t hdr, inout coll_meta_t meta) {
+    /* each outcome set once, where it is known: a field written and then overwritten costs
+     * Tofino a stage, before the state access */
     apply {
-        meta.mp_status = MP_STATUS_OK;
         /* the row an admitted MP's state access indexes */
         meta.state_slot = hdr.mp.slot;
         bit<8> kind = hdr.mp.kind;
         if (kind == MP_WRITE_TREE || kind == MP_READ_TREE) {
             if (hdr.mp.slot >= NETCOLL_TREE_SLOTS) {
                 meta.mp_status = MP_STATUS_BAD_SLOT;
+            } else if (kind == MP_WRITE_TREE) {
+                meta.mp_status = MP_STATUS_OK;
+                meta.state_op = STATE_TREE_MP_WRITE;
             } else {
-                if (kind == MP_WRITE_TREE) { /* if/else: set once, a stage sooner */
-                    meta.state_op = STATE_TREE_MP_WRITE;
-                } else {
-                    meta.state_op = STATE_TREE_MP_READ;
-                }
+                meta.mp_status = MP_STATUS_OK;
+                meta.state_op = STATE_TREE_MP_READ;
             }
         } else if (kind == MP_WRITE_BARRIER || kind == MP_READ_BARRIER) {
             if (hdr.mp.slot >= NETCOLL_COMM_SLOTS) {
                 meta.mp_status = MP_STATUS_BAD_SLOT;
+            } else if (kind == MP_WRITE_BARRIER) {
+                meta.mp_status = MP_STATUS_OK;
+                meta.state_op = STATE_BARRIER_MP_WRITE;
             } else {
-                if (kind == MP_WRITE_BARRIER) { /* if/else: set once, a stage sooner */
-                    meta.state_op = STATE_BARRIER_MP_WRITE;
-                } else {
-                    meta.state_op = STATE_BARRIER_MP_READ;
-                }
+                meta.mp_status = MP_STATUS_OK;
+                meta.state_op = STATE_BARRIER_MP_READ;
             }
         } else {
             meta.mp_status = MP_STATUS_BAD_KIND;

@@ -370,6 +370,13 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
+/* BarrierState's access to barrier_released (B3) */
+const bit<3> RELEASED_ACCESS_NONE = 0;
+const bit<3> RELEASED_ACCESS_READ = 1;
+const bit<3> RELEASED_ACCESS_AHEAD = 2;
+const bit<3> RELEASED_ACCESS_ADVANCE = 3;
+const bit<3> RELEASED_ACCESS_WRITE = 4;
+
 control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     AggState() agg_state;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) barrier_cell_hash;
@@ -533,64 +540,72 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         }
         compute_config_operands();
 
-        /* access 3: barrier_released, its access chosen per pass, executed where it is chosen
-         * (the branches exclude each other; a variable naming the access would cost a stage).
-         * The count pass advances it only for a RELEASE from the parent (BarrierClassify's
-         * tests for BARRIER_ADVANCE's sender); the commit pass only if the slot is still this
-         * root's, under the configuration generation the completion was counted under (an MP
-         * write in between replaced it: the completion no longer stands and the packet is
-         * dropped); a reduction when it sends its instance's last RESULT down
-         * (agg_releases_epoch), after AggState. A REDUCE takes two passes: the first reads
-         * released and checks its epoch window (agg_epoch_in_window) before any slot is
+        /* access 3: barrier_released, its access chosen per pass (each branch sets it once,
+         * and the passes exclude each other), then one execute per program: an execute in
+         * every branch would ask for ten tables in the register's one stage, more than
+         * placement can hold. The count pass advances it only for a RELEASE from the parent
+         * (BarrierClassify's tests for BARRIER_ADVANCE's sender); the commit pass only if the
+         * slot is still this root's, under the configuration generation the completion was
+         * counted under (an MP write in between replaced it: the completion no longer stands
+         * and the packet is dropped); a reduction when it sends its instance's last RESULT
+         * down (agg_releases_epoch), after AggState. A REDUCE takes two passes: the first
+         * reads released and checks its epoch window (agg_epoch_in_window) before any slot is
          * touched, the resubmitted one does the slot and may advance released: B3 cannot be
-         * read before AggState and advanced after it in one pass. A RESULT takes one. One test
-         * per if: a gateway reads at most 4 bytes. */
-        bool commit_stands = false;
+         * read before AggState and advanced after it in one pass. A RESULT takes one. One
+         * test per if: a gateway reads at most 4 bytes. */
+        bit<3> released_access = RELEASED_ACCESS_NONE;
         if (meta.state_op == STATE_BARRIER_MP_WRITE) {
             if (meta.mp_ahead != 0) {
                 if (meta.mp_ahead[31:31] == 0) {
-                    barrier_released_write.execute((bit<32>) meta.state_slot);
+                    released_access = RELEASED_ACCESS_WRITE;
                 }
             }
         } else if (meta.state_op == STATE_BARRIER_MP_READ) {
-            meta.bar_released = barrier_released_read.execute((bit<32>) meta.state_slot);
+            released_access = RELEASED_ACCESS_READ;
         } else if (meta.state_op == STATE_BARRIER_EVENT) {
             if (meta.arch_commit_pass == 1) {
                 if (meta.bar_parent == 0) {
                     if (meta.bar_child_mask != 0) {
                         if (meta.bar_generation == meta.arch_commit_generation) {
-                            meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
-                            commit_stands = true;
+                            released_access = RELEASED_ACCESS_ADVANCE; /* the commit stands */
                         }
                     }
                 }
             } else {
                 compute_cell_tag();
                 if (hdr.coll.op != OP_RELEASE) {
-                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                    released_access = RELEASED_ACCESS_AHEAD;
                 } else if (meta.bar_parent == 0) {
-                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                    released_access = RELEASED_ACCESS_AHEAD;
                 } else if (meta.in_port != meta.bar_parent) {
-                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                    released_access = RELEASED_ACCESS_AHEAD;
                 } else if (meta.bar_child_mask == 0) {
-                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                    released_access = RELEASED_ACCESS_AHEAD;
                 } else {
-                    /* a RELEASE from the parent */
-                    meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
+                    released_access = RELEASED_ACCESS_ADVANCE; /* a RELEASE from the parent */
                 }
             }
         } else if (meta.state_op == STATE_AGG_EVENT) {
             if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
                 /* a REDUCE's first pass: admitted, and within its window (below) */
                 window_admission.apply(hdr, meta);
-                meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                released_access = RELEASED_ACCESS_AHEAD;
             } else {
                 /* the reduction's slot: AggState's access blocks A1-A3 */
                 agg_state.apply(hdr, meta);
                 if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
-                    barrier_released_advance.execute((bit<32>) meta.state_slot);
+                    released_access = RELEASED_ACCESS_ADVANCE;
                 }
             }
+        }
+        if (released_access == RELEASED_ACCESS_WRITE) {
+            barrier_released_write.execute((bit<32>) meta.state_slot);
+        } else if (released_access == RELEASED_ACCESS_READ) {
+            meta.bar_released = barrier_released_read.execute((bit<32>) meta.state_slot);
+        } else if (released_access == RELEASED_ACCESS_AHEAD) {
+            meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+        } else if (released_access == RELEASED_ACCESS_ADVANCE) {
+            meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
         }
         compute_epoch_distance_capped();
 
@@ -636,7 +651,8 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                         meta.bar_complete = 0;
                     }
                 }
-            } else if (!commit_stands) {
+            } else if (released_access != RELEASED_ACCESS_ADVANCE) {
+                /* the completion no longer stands (see access 3) */
                 meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
             } else if (epoch_distance_after(meta.bar_ahead)) {
                 /* this pass released the epoch: BarrierDecide sends RELEASE down the tree */

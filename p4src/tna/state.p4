@@ -216,12 +216,12 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     /* agg_key_relation asks three questions (owner equal, tag equal, tag after) and a stateful
      * ALU has two comparison units, so the owner has its own register, taken unconditionally
      * (a packet that keeps the slot has the stored owner, so writing it changes nothing), and
-     * the tag register takes the slot when the owner changed or the tag is after the stored
-     * one. The owner register returns stored ^ offered (0: the same owner), which the tag
-     * register tests itself: a comparison between the two would cost a stage. From the two
-     * results the match-action stage derives the relation exactly as agg_key_relation does.
-     * (The tag register cannot return the relation itself: a stateful ALU's result comes from
-     * one source, an input or its ALU, not either.) */
+     * the tag register takes the slot when the owner changed (the relation FRESH from the
+     * owner register's result, stored ^ offered: 0 for the same owner) or the tag is after the
+     * stored one; from its result the match-action stage refines the relation exactly as
+     * agg_key_relation does. The tag register reads the 8-bit relation, not the 32-bit
+     * change: with two 32-bit inputs p4c-barefoot 1.2.5.16 could not place its table ("could
+     * not fit within the input crossbar by itself"). */
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_slot_owner) agg_owner_take = {
         void apply(inout bit<32> stored, out bit<32> change) {
             change = stored ^ meta.agg_owner;
@@ -231,7 +231,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_key) agg_key_claim = {
         void apply(inout bit<32> stored, out bit<32> ahead) {
             ahead = meta.agg_tag - stored; /* agg_tag_after's distance, for the relation */
-            if (meta.arch_agg_owner_change != 0 || (int<32>) (meta.agg_tag - stored) > 0) {
+            if (meta.agg_relation == AGG_KEY_FRESH || (int<32>) (meta.agg_tag - stored) > 0) {
                 stored = meta.agg_tag;
             }
         }
@@ -340,15 +340,20 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         /* access A1: agg_slot_owner and agg_key; agg_tag_after(tag, stored) as a test of the
          * difference's sign, which a gateway can make (it cannot subtract) */
         meta.arch_agg_owner_change = agg_owner_take.execute(slot);
-        meta.arch_agg_tag_ahead = agg_key_claim.execute(slot);
         if (meta.arch_agg_owner_change != 0) {
             meta.agg_relation = AGG_KEY_FRESH;
-        } else if (meta.arch_agg_tag_ahead == 0) {
-            meta.agg_relation = AGG_KEY_SAME;
-        } else if (meta.arch_agg_tag_ahead[31:31] == 0) {
-            meta.agg_relation = AGG_KEY_FRESH;
         } else {
-            meta.agg_relation = AGG_KEY_STALE;
+            meta.agg_relation = AGG_KEY_SAME; /* not yet known: refined below */
+        }
+        meta.arch_agg_tag_ahead = agg_key_claim.execute(slot);
+        if (meta.agg_relation != AGG_KEY_FRESH) {
+            if (meta.arch_agg_tag_ahead == 0) {
+                meta.agg_relation = AGG_KEY_SAME;
+            } else if (meta.arch_agg_tag_ahead[31:31] == 0) {
+                meta.agg_relation = AGG_KEY_FRESH;
+            } else {
+                meta.agg_relation = AGG_KEY_STALE;
+            }
         }
         if (meta.agg_relation == AGG_KEY_STALE) {
             meta.drop_reason = DROP_AGG_STALE;

@@ -107,6 +107,7 @@ class Engine:
             ack_self=self._route_mcast_ack,
             nack_self=self._route_nack,
             relay=self._coroots.relay,
+            filled=self._coroots.filled,
         )
         self.barriers = Barrier(self)  # barrier epochs: ARRIVE resends, RELEASEs
         self._switch_reduce = SwitchReduce(self)

@@ -51,6 +51,8 @@ class Aggregator:
         self.complete_at: float | None = None  # when this co-root's own copy completed
         self.repaired: dict[tuple[int, int], float] = {}  # (member, segment) -> when
         self.relayed: dict[int, float] = {}  # member -> when a relay last went to it
+        # segment -> members that asked for it while this co-root lacked it too
+        self.awaited: dict[int, set[int]] = {}
 
     def cancel_timers(self) -> None:
         for timer in (self.timer, self.probe):
@@ -270,6 +272,8 @@ class CoRoots:
         floor = agg.cum.get(member, 0)
         for seg in nack_lacking(ranges, floor=floor, end=seg_count, cap=self.cfg.mcast_window):
             if have is not None and not have[seg]:
+                if member in agg.cum:
+                    agg.awaited.setdefault(seg, set()).add(member)
                 if lacking and sum(lacking[-1]) == seg:
                     lacking[-1] = (lacking[-1][0], lacking[-1][1] + 1)
                 else:
@@ -297,6 +301,19 @@ class CoRoots:
                 # alone is the tail, which no later segment showed it was missing
                 seg = cum if cum else seg_count - 1
                 self._repair_or_ask_root(key, agg, member, [(seg, 1)])
+
+    def filled(self, key: McastKey, seg: int) -> None:
+        """Segment ``seg`` of ``key`` arrived here new: the members that asked for it while
+        we lacked it too get it at once, not at their next NACK (at 1% loss on Df(2,4,2),
+        41% of a 16 KiB broadcast's NACKs were asked again; in 50 operations 139 asks found
+        the co-root lacking the segment too)."""
+        agg = self._aggregators.get(key)
+        waiting = agg.awaited.pop(seg, None) if agg is not None else None
+        if agg is None or not waiting:
+            return
+        for member in sorted(waiting):
+            if agg.cum[member] <= seg:
+                self._repair(key, agg, member, [(seg, 1)])
 
     def relay(self, key: McastKey, seg: int) -> None:
         """The root repaired segment ``seg`` to this co-root, which had it already: the

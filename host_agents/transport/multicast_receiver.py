@@ -33,7 +33,7 @@ from host_agents.transport.queue_wait import queue_allowance, silence_is_loss
 
 AckSink = Callable[[wire.Header], None]  # an ACK this node sends to itself (as a co-root)
 NackSink = Callable[[McastKey, list[tuple[int, int]]], None]  # the same for a NACK
-RelaySink = Callable[[McastKey, int], None]  # a repair this node had: its co-root duty
+RelaySink = Callable[[McastKey, int], None]  # a segment, for this node's co-root duty
 
 
 class MulticastReceiver:
@@ -46,6 +46,7 @@ class MulticastReceiver:
         ack_self: AckSink,
         nack_self: NackSink,
         relay: RelaySink,
+        filled: RelaySink,
     ) -> None:
         self.endpoint = endpoint
         self.cfg = endpoint.cfg
@@ -54,8 +55,9 @@ class MulticastReceiver:
         self.repairs = repairs
         self._ack_self = ack_self
         self._nack_self = nack_self
-        self._relay = relay
-        self.timing = NackTiming(self.cfg, endpoint.stats)
+        self._relay = relay  # a repair of a segment this node had
+        self._filled = filled  # a segment this node lacked
+        self.timing = NackTiming(self.cfg, endpoint.stats, self.loop.time)
         self.switch_acks = SwitchAcks(endpoint)
 
     def incoming(self, key: McastKey, size: int) -> Incoming:
@@ -99,6 +101,8 @@ class MulticastReceiver:
         msg.published = no_ack
         if not no_ack:
             self.timing.arrived(key, hdr.seg_idx, hdr.flags, new=new)
+            if new:
+                self._filled(key, hdr.seg_idx)
         if hdr.flags & Flag.REPAIR:
             if no_ack and (new or hdr.op == Op.UNICAST):
                 # a published multicast's pause learns from repairs this node asked for (or
@@ -201,7 +205,7 @@ class MulticastReceiver:
         # a NACK is asked again after a few ACK-target round trips, doubling while nothing
         # comes: with every receiver of a big tree asking, a fixed short retry floods the
         # switches with NACKs and the repairs cannot get through (a 1 MiB broadcast stalled)
-        retry = msg.nack_retry or self.cfg.nack_delay * 4
+        retry = msg.nack_retry or self.timing.retry_after()
         if not ranges and merged:
             return  # no gap: the next segment to arrive looks again (or the root's probe)
         if not ranges or now - msg.last_nack < retry:

@@ -10,11 +10,17 @@ Before, a tail silence shortened whenever the repair won the race against a queu
 so a host that asked early kept asking early: in the root's own group, where the root answers
 at once, every member NACKed the tail of every other 16 KiB broadcast at 1% loss (2,759 of
 5,236 NACKs, and 3,633 unicast repairs) though the originals were on their way.
+
+How long the answer to a NACK takes is learnt too, timed from the first ask for a segment
+(whichever ask the repair answered), and a NACK is asked again only after twice that: the
+repair of a segment the co-root lacked as well comes from the root, two hops further.
 """
 
 from __future__ import annotations
 
 import collections
+import time
+from collections.abc import Callable
 
 from controller.wire import Flag
 from host_agents.transport.config import EngineConfig, EngineStats
@@ -26,24 +32,34 @@ ASKED_MEMORY = 4096
 # for milliseconds; a real gap must not wait much longer than a round trip)
 GAP_WAIT_LIMIT = 8
 TAIL, GAP = "tail", "gap"
+# weight of a new sample in the mean time a NACK takes to be answered (as TCP's SRTT)
+ANSWER_GAIN = 0.125
 
 
 class NackTiming:
-    def __init__(self, cfg: EngineConfig, stats: EngineStats) -> None:
+    def __init__(
+        self, cfg: EngineConfig, stats: EngineStats, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.cfg = cfg
         self.stats = stats
+        self.clock = clock
+        self.answer_time: float | None = None  # mean time from a first ask to its repair
         self.tail_quiet = cfg.tail_delay  # the silence after which a stalled tail is asked for
         self.gap_wait = cfg.nack_delay  # the longest random wait before a gap is asked for
-        # (message, segment) -> (kind of NACK that asked for it, whether a repair came first)
-        self._asked: collections.OrderedDict[tuple[McastKey, int], tuple[str, bool]] = (
+        # (message, segment) -> (kind of NACK that asked for it, whether a repair came first,
+        # when it was first asked for)
+        self._asked: collections.OrderedDict[tuple[McastKey, int], tuple[str, bool, float]] = (
             collections.OrderedDict()
         )
 
     def asked(self, key: McastKey, ranges: list[tuple[int, int]], highest: int) -> None:
         """A NACK for ``ranges`` went out; segments past ``highest`` were a tail's."""
+        now = self.clock()
         for first, count in ranges:
             for seg in range(first, first + count):
-                self._asked[(key, seg)] = (TAIL if seg > highest else GAP, False)
+                before = self._asked.get((key, seg))
+                since = now if before is None else before[2]
+                self._asked[(key, seg)] = (TAIL if seg > highest else GAP, False, since)
                 self._asked.move_to_end((key, seg))
         while len(self._asked) > ASKED_MEMORY:
             self._asked.popitem(last=False)
@@ -53,16 +69,30 @@ class NackTiming:
         entry = self._asked.get((key, seg))
         if entry is None:
             return
-        kind, repaired = entry
+        kind, repaired, since = entry
         if flags & (Flag.REPAIR | Flag.RETRANSMIT):
             if new:
-                self._asked[(key, seg)] = (kind, True)
+                self._asked[(key, seg)] = (kind, True, since)
                 self._learn(kind, premature=False)
+                self._answered(self.clock() - since)
             return
         del self._asked[(key, seg)]  # the original: it settles what the NACK was
         if new or repaired:
             self._learn(kind, premature=True)
             self.stats.premature_nacks += 1
+
+    def retry_after(self) -> float:
+        """How long after a NACK it is asked again if nothing came: twice the mean answer,
+        at least four NACK delays, at most the longest RTO."""
+        answer = 2 * self.answer_time if self.answer_time is not None else 0.0
+        return min(self.cfg.rto_max, max(4 * self.cfg.nack_delay, answer))
+
+    def _answered(self, took: float) -> None:
+        took = min(max(took, 0.0), self.cfg.rto_max)
+        if self.answer_time is None:
+            self.answer_time = took
+        else:
+            self.answer_time += ANSWER_GAIN * (took - self.answer_time)
 
     def _learn(self, kind: str, *, premature: bool) -> None:
         cfg = self.cfg

@@ -7,11 +7,13 @@ import hashlib
 import subprocess
 import time
 
-# What decides how a fault-matrix operation behaves: the P4 program, the control plane, the
-# host agents and the link models (emulator, faults). Parts measured under different contents
-# of these are different experiments, however little else the commit changed.
+# What decides how a fault-matrix operation behaves: the P4 program BMv2 runs (the shared
+# blocks and the v1model shell, not the Tofino shim), the control plane, the host agents and
+# the link models (emulator, faults). Parts measured under different contents of these are
+# different experiments, however little else the commit changed.
 PROTOCOL_PATHS = (
-    "p4src",
+    "p4src/common",
+    "p4src/v1model",
     "controller",
     "host_agents",
     "mininet_topos/links",

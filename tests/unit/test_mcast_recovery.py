@@ -183,6 +183,40 @@ def test_a_loss_above_a_group_brings_one_nack_to_the_root() -> None:
     assert stats[coroot].coroot_repairs >= len(group_hosts) - 1
 
 
+def test_members_that_asked_while_their_coroot_lacked_the_segment_are_not_made_to_ask_again() -> (
+    None
+):
+    """One remote group loses the middle segment, and its co-root also the segments after it
+    (so it notices only at its tail's silence, after its members asked). The co-root lacks
+    what they ask for and asks the root; when the repair comes it repairs them at once, so
+    each asks once. Before, they had to ask again (a NACK retry) for the co-root's copy."""
+    _member, coroot = remote_member()
+    plan = plan_of()
+    members = [n for n, target in plan.ack_target.items() if target == coroot and n != coroot]
+    assert members, "the co-root aggregates nobody"
+    member_links = {to_host(n) for n in members}
+    lost = SEGMENTS // 2
+    dropped: set[tuple[int, int]] = set()
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        if not data_segment()(hdr):
+            return False
+        if link == to_host(coroot):
+            return hdr.seg_idx >= lost
+        if link in member_links and hdr.seg_idx == lost and link not in dropped:
+            dropped.add(link)
+            return True
+        return False
+
+    seconds, cluster = broadcast(drop_if)
+    assert seconds < BOUND
+    assert dropped == member_links
+    stats = {c.engine.node: c.engine.stats for c in cluster.comms}
+    assert [stats[n].nacks_sent for n in members] == [1] * len(members)
+    assert stats[coroot].coroot_repairs >= len(members)
+
+
 def test_a_lost_repair_is_asked_for_again() -> None:
     member, coroot = remote_member()
     seg = 1

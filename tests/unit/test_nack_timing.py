@@ -49,3 +49,26 @@ def test_real_losses_keep_the_waits_short_and_reordering_lengthens_the_gap_wait(
     # a segment nobody asked for teaches nothing
     timing.arrived(KEY, 5, wire.Flag.NONE, new=True)
     assert timing.gap_wait == CFG.nack_delay
+
+
+def test_a_nack_is_asked_again_after_twice_the_answers_it_learnt_timed_from_the_first_ask() -> None:
+    """The repair of a segment its ACK target lacked too comes from the root, further away:
+    the retry waits for twice the mean answer, timed from the first ask (an answer to the
+    second ask, timed from it, would look shorter than the path is)."""
+    now = [0.0]
+    timing = NackTiming(CFG, EngineStats(), clock=lambda: now[0])
+    assert timing.retry_after() == 4 * CFG.nack_delay  # nothing learnt: the floor
+    for start in range(10):
+        now[0] = float(start)
+        timing.asked(KEY, [(3, 1)], highest=9)
+        now[0] += 0.03
+        timing.asked(KEY, [(3, 1)], highest=9)  # asked again before the answer came
+        now[0] += 0.02
+        timing.arrived(KEY, 3, wire.Flag.REPAIR, new=True)
+        timing.arrived(KEY, 3, wire.Flag.NONE, new=False)  # the original, later
+    assert timing.answer_time == pytest.approx(0.05)
+    assert timing.retry_after() == pytest.approx(0.1)
+    # a repair nobody asked for, or a duplicate, teaches nothing
+    timing.arrived(KEY, 7, wire.Flag.REPAIR, new=True)
+    timing.arrived(KEY, 3, wire.Flag.REPAIR, new=False)
+    assert timing.answer_time == pytest.approx(0.05)

@@ -5,8 +5,10 @@ host, and the communicator's barrier tree in the routers. Collectives come from
 :data:`host_agents.collectives.COLLECTIVES`: each descriptor lays out the buffers, runs the
 algorithm against a :class:`~mininet_topos.ns3sim.context.SimContext` and says what each rank
 must end with. :meth:`Simulation.run` starts one collective on every rank at the same simulated
-instant (as if released by a barrier), runs until all have finished, checks every rank's
-result byte for byte and reports per-rank times and the bytes every link carried.
+instant (as if released by a barrier), or one rooted at every rank at once (mode
+``all_roots``, [Ragasa]'s experiment: mininet_topos/ns3sim/operations.py), runs until all have
+finished, checks every rank's result byte for byte and reports per-rank times and the bytes
+every link carried.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from controller import routing, trees, wire
 from controller.topology import Topology
 from host_agents import collectives as collectives_module
 from host_agents.algorithms import allgather as allgather_module
-from host_agents.collectives import Call, Case, collective
+from host_agents.collectives import collective
 from host_agents.directory import Directory
 from mininet_topos.ns3sim.accounting import FRAME_OVERHEAD, frame_bytes
-from mininet_topos.ns3sim.context import SimContext, SimRank
+from mininet_topos.ns3sim.context import SimRank
 from mininet_topos.ns3sim.loop import SimLoop
 from mininet_topos.ns3sim.network import ACK_BYTES, LinkParams, SimNetwork
+from mininet_topos.ns3sim.operations import rank_work
 from mininet_topos.ns3sim.transport import Transport
 
 COMM_ID = 1
@@ -73,6 +76,7 @@ class Outcome:
     per_link: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
     ack_packets: int = 0  # ACK frames over every link direction
     ack_bytes: int = 0  # their netcoll frame bytes (the engine's: header and SACK bitmap)
+    mode: str = "single"  # or "all_roots": every rank rooted one (mininet_topos/ns3sim/operations)
 
     @property
     def avg_us(self) -> float:
@@ -157,8 +161,14 @@ class Simulation:
             buffer_bytes(collective, size, len(self.members)) > EXACT_LIMIT
         )
 
-    def run(self, collective: str, algorithm: str, size: int, root: int = 0) -> Outcome:
+    def run(
+        self, collective: str, algorithm: str, size: int, root: int = 0, *, mode: str = "single"
+    ) -> Outcome:
+        """One operation from ``root`` on every rank (``mode="single"``), or one rooted at
+        every rank, all started at once (``"all_roots"``: mininet_topos/ns3sim/operations.py);
+        a rank's time ends when all its operations have returned."""
         coll = collective_of(collective)
+        work = rank_work(mode, root, coll)
         ranks = len(self.members)
         name, _ = coll.choose(algorithm, size, ranks, True)
         chosen = coll.algorithms[name]
@@ -179,13 +189,8 @@ class Simulation:
 
         async def one(member: SimRank) -> None:
             nonlocal done_count
-            case = Case(owned, root, ranks, member.rank, size)
-            data = coll.contribution(case)
-            if hollow and data is not None:
-                data = bytearray(len(data))
-            epoch = member.next_barrier_epoch() if chosen.barrier_epochs else member.next_epoch()
-            ctx = SimContext(member, epoch, f"{collective}({name})")
-            outputs[member.rank] = await coll.execute(chosen.run, ctx, Call(data, root, size))
+            label = f"{collective}({name})"
+            outputs[member.rank] = await work.run(member, coll, chosen, label, owned, size, hollow)
             finished[member.rank] = self.loop.now
             await member.settle()
             done_count += 1
@@ -196,8 +201,9 @@ class Simulation:
             tasks.extend(self.loop.create_task(one(member)) for member in self.ranks)
             await asyncio.wait_for(asyncio.gather(*tasks), SIM_TIMEOUT)
 
+        every = " from every root" if mode == "all_roots" else ""
         self._progress = Progress(
-            f"{collective} {name} {size} B", self.progress_every, lambda: done_count, ranks
+            f"{collective} {name} {size} B{every}", self.progress_every, lambda: done_count, ranks
         )
         try:
             with _hollow_buffers(hollow):
@@ -210,7 +216,7 @@ class Simulation:
         self._drain()
         wall = time.monotonic() - started_wall
         cpu = time.process_time() - started_cpu
-        wrong = self._check(coll, owned, root, size, outputs, hollow)
+        wrong = work.wrong(coll, owned, size, outputs, hollow)
         counters = self.net.link_counters()
         acks = sum(self.net.ack_counters().values())
         kinds = self._port_kinds()
@@ -238,6 +244,7 @@ class Simulation:
             per_link=per_link,
             ack_packets=acks,
             ack_bytes=acks * (ACK_BYTES + FRAME_OVERHEAD),
+            mode=mode,
         )
 
     def _drain(self) -> None:
@@ -263,28 +270,6 @@ class Simulation:
             for s in range(self.topo.num_switches)
             for p, info in self.topo.ports(s).items()
         }
-
-    def _check(
-        self,
-        coll: Any,
-        owned: Callable[[int, int], bytes],
-        root: int,
-        size: int,
-        outputs: list[Any],
-        hollow: bool,
-    ) -> int:
-        """Ranks whose result differs from the descriptor's expectation (by length only in a
-        hollow run)."""
-        ranks = len(self.members)
-        if hollow:  # every rank of an allgather ends with the same length
-            want_len = len(coll.expected(Case(owned, root, ranks, 0, size)) or b"")
-            return sum(1 for out in outputs if out is None or len(out) != want_len)
-        wrong = 0
-        for rank, out in enumerate(outputs):
-            want = coll.expected(Case(owned, root, ranks, rank, size))
-            if want is not None and (out is None or bytes(out) != want):
-                wrong += 1
-        return wrong
 
 
 def collective_of(name: str) -> Any:

@@ -59,8 +59,10 @@ def test_ns3_cuts_messages_as_the_links_mtu_says(monkeypatch: pytest.MonkeyPatch
         def __init__(self, topo: object, params: LinkParams) -> None:
             built.append(params)
 
-        def run(self, collective: str, name: str, size: int) -> SimpleNamespace:
-            fast = name in ("innet", "lin")
+        def run(
+            self, collective: str, name: str, size: int, mode: str = "single"
+        ) -> SimpleNamespace:
+            fast = name in ("innet", "lin", "ragasa")
             return SimpleNamespace(avg_us=10.0 if fast else 30.0, max_us=20.0 if fast else 40.0)
 
         def close(self) -> None:
@@ -111,9 +113,11 @@ def test_ns3_times_are_taken_as_bmv2_takes_its_own(monkeypatch: pytest.MonkeyPat
         def __init__(self, topo: object, params: object) -> None:
             pass
 
-        def run(self, collective: str, name: str, size: int) -> SimpleNamespace:
+        def run(
+            self, collective: str, name: str, size: int, mode: str = "single"
+        ) -> SimpleNamespace:
             # the offload's mean is near its slowest rank's; the baselines' far below it
-            if name in ("innet", "lin"):
+            if name in ("innet", "lin", "ragasa"):
                 return SimpleNamespace(avg_us=50.0, max_us=55.0)
             return SimpleNamespace(avg_us=125.0, max_us=240.0)
 
@@ -220,3 +224,97 @@ def test_ns3_only_takes_no_link_options_and_one_network(
     results.cells["ib-mcast:binomial"].run = 1
     assert ns3_only(tmp_path, results) == 1
     assert "ran on different networks" in capsys.readouterr().err
+
+
+# -- [Ragasa]: every rank a root at once ------------------------------------------------------
+
+RAGASA_S = {"innet": 21.95, "ragasa": 22.39, "binomial": 76.14}  # docs/results.json, run 2
+
+
+def ragasa_cells(results: Results | None = None) -> Results:
+    """The BMv2 cells of every rank broadcasting 16 KiB, as make reproduce records them (and
+    a one-root broadcast of the same size, which must not count)."""
+    results = results or Results("df:2,4,2", "quick", 1)
+    for name, t in RAGASA_S.items():
+        m = measurement(algorithm=name, chosen=name, size=16384, completion_s=[t, t])
+        results.cells[f"ragasa:{name}/16384"] = cell(f"ragasa:{name}/16384", m, run=0)
+    one_root = measurement(algorithm="innet", size=16384, mode="single", completion_s=[0.1])
+    results.cells["ragasa:innet/one-root"] = cell("ragasa:innet/one-root", one_root)
+    return results
+
+
+def test_the_ragasa_comparisons_take_the_cells_of_every_rank_a_root() -> None:
+    by_key = {c.key: c for c in COMPARISONS}
+    ragasa, innet = by_key["all-roots-ragasa"], by_key["all-roots-innet"]
+    assert (ragasa.mode, ragasa.size, ragasa.paper) == ("all_roots", 16384, 2.99)
+    results = ragasa_cells()
+    assert bmv2_ratio(results, ragasa) == pytest.approx(76.14 / 22.39)
+    assert bmv2_ratio(results, innet) == pytest.approx(76.14 / 21.95)
+    # the one-root comparisons do not take them
+    assert bmv2_ratio(results, by_key["latency"]) is None
+
+
+def test_ns3_runs_every_rank_a_root_for_ragasa(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Ragasa comparisons simulate every rank rooting one 16 KiB broadcast (binomial, the
+    baseline both share, once), and the report sets ns-3's ratio beside BMv2's."""
+    calls: list[tuple[str, str, int, str]] = []
+
+    class Recorded:
+        def __init__(self, topo: object, params: object) -> None:
+            pass
+
+        def run(
+            self, collective: str, name: str, size: int, mode: str = "single"
+        ) -> SimpleNamespace:
+            calls.append((collective, name, size, mode))
+            fast = name in ("innet", "lin", "ragasa")
+            return SimpleNamespace(avg_us=10.0 if fast else 30.0, max_us=20.0 if fast else 68.0)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(simulation_module, "Simulation", Recorded)
+    out = simulate("df:2,4,2", {"rate_mbit": 0.451, "delay_s": 0.01}, wire.JUMBO_MTU)
+    all_roots = [c for c in calls if c[3] == "all_roots"]
+    assert sorted(all_roots) == [
+        ("bcast", name, 16384, "all_roots") for name in ("binomial", "innet", "ragasa")
+    ]
+    assert len(calls) == len(set(calls))  # nothing simulated twice
+    assert out["all-roots-ragasa"]["ratio"] == pytest.approx(68.0 / 20.0)
+    assert out["all-roots-ragasa"]["mode"] == "all_roots"
+    assert out["all-roots-ragasa"]["statistic"] == "slowest rank"
+    results = ragasa_cells()
+    results.ns3 = out
+    text = "\n".join(table(results))
+    assert (
+        "| bcast 16384 B, every rank a root at once: ragasa over the fastest of binomial "
+        "| 3.40x | 3.40x | 2.99x | yes |" in text
+    )
+    assert "| bcast 16384 B, every rank a root at once: innet over the fastest of binomial " in text
+    assert "| 3.47x | 3.40x | - | yes |" in text
+
+
+def test_ns3_only_sets_ragasa_beside_the_stored_ragasa_cells(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose only comparable cells are the Ragasa ones (and one with them in a later
+    run on the same links, as docs/results.json holds them) is simulated, not refused."""
+    calls: list[tuple[str, dict[str, Any], int]] = []
+
+    def recorded(topo: str, links: dict[str, Any], mtu: int) -> dict[str, dict[str, Any]]:
+        calls.append((topo, links, mtu))
+        return {"all-roots-ragasa": {"ratio": 3.1, "params": "links 0.9Mbps/20000000ns"}}
+
+    monkeypatch.setattr(ns3_side, "simulate", recorded)
+    assert ns3_only(tmp_path, stored(ragasa_cells())) == 0
+    assert len(calls) == 1
+    report = (tmp_path / "results.md").read_text()
+    assert (
+        "every rank a root at once: ragasa over the fastest of binomial | 3.40x | 3.10x" in report
+    )
+    results = stored(stored(ib_mcast(0.01, 0.03)))
+    ragasa_cells(results)
+    for key in RAGASA_S:
+        results.cells[f"ragasa:{key}/16384"].run = 1
+    assert ns3_only(tmp_path, results) == 0
+    assert "(run 0, 1 of the file)" in capsys.readouterr().out

@@ -101,7 +101,7 @@ class Results:
     format: int = FORMAT
     # halving the rate doubles a bandwidth-bound time (experiments/reproduce/rate_check.py)
     rate_check: dict[str, Any] = field(default_factory=dict)
-    # the one-root comparisons on ns-3 with the same links (experiments/reproduce/ns3_side.py)
+    # the comparisons on ns-3 with the same links (experiments/reproduce/ns3_side.py)
     ns3: dict[str, Any] = field(default_factory=dict)
 
     def check_compatible(self, topo: str, profile: str) -> None:

@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         return refresh_ns3(args, results, save)
     if args.ns3:
         links, _ = links_or_exit(args, DEFAULT_PROFILE)
-        print(f"*** ns-3: the one-root comparisons on {args.topo}, {links.describe()}", flush=True)
+        print(f"*** ns-3: the comparisons on {args.topo}, {links.describe()}", flush=True)
         results.ns3 = ns3_side.simulate(args.topo, links.as_dict(), wire.JUMBO_MTU)
         save()
     if args.report_only or args.ns3:
@@ -293,7 +293,7 @@ def run(
 
 
 def refresh_ns3(args: argparse.Namespace, results: Results, save: Any) -> int:
-    """--ns3-only: the one-root comparisons on ns-3 again, on the links, frames and topology
+    """--ns3-only: the comparisons on ns-3 again, on the links, frames and topology
     the stored BMv2 cells ran on (the file's runs recorded them), and the report."""
     if given := link_options_given(args):
         print(
@@ -404,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     ns3.add_argument(
         "--ns3",
         action="store_true",
-        help="simulate the one-root comparisons on ns-3 with the links the options give, into "
+        help="simulate the comparisons on ns-3 with the links the options give, into "
         "the results file (no BMv2 run)",
     )
     ns3.add_argument(

@@ -4,6 +4,7 @@ page, and every row names the command that measures it again."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,21 @@ def test_the_table_follows_the_file(tmp_path: Path) -> None:
     assert summary.main(["--results", str(tmp_path / "results.json"), "--write", str(readme)]) == 0
     written = readme.read_text()
     assert written == f"before\n{summary.block(empty)}\nafter\n"
+
+
+def test_the_table_names_every_run_its_cells_came_from() -> None:
+    """Cells from two runs name both commits, newest first: before, the table named only the
+    last run in the file, so cells kept from an older protocol read as measured at the newer
+    commit (or the other way)."""
+    results = Results.load(ROOT / "docs" / "results.json")
+    old = dataclasses.replace(results.runs[0], commit="0ld0001", started="2026-01-01T00:00:00Z")
+    new = dataclasses.replace(results.runs[0], commit="5ew0002", started="2026-12-01T00:00:00Z")
+    results.runs = [new, old]  # the older run last, as when a file keeps an older run's cells
+    keys = sorted(results.cells)
+    for n, key in enumerate(keys):
+        results.cells[key] = dataclasses.replace(results.cells[key], run=0 if n % 3 else 1)
+    line = summary.render(results).splitlines()[-1]
+    held_new = sum(1 for n in range(len(keys)) if n % 3)
+    assert f"{held_new} at `5ew0002`" in line
+    assert f"{len(keys) - held_new} at `0ld0001`" in line
+    assert line.index("`5ew0002`") < line.index("`0ld0001`")

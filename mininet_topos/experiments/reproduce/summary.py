@@ -12,6 +12,7 @@ checks that the README holds exactly what this renders from docs/results.json.
 from __future__ import annotations
 
 import argparse
+import collections
 import sys
 import tempfile
 from pathlib import Path
@@ -58,8 +59,7 @@ def render(results: Results) -> str:
                 f"| {paper.CLAIM.paper} | {what} | {ours} | {theirs} | "
                 f"{command(paper.EXPERIMENT, env)} |"
             )
-    runs = results.runs
-    when = f"{runs[-1].started[:10]} at `{runs[-1].commit}`" if runs else "not run yet"
+    when = _provenance(results)
     links = env.get("links", {}).get("describe", "links unshaped")
     dilation = f", dilation {env['dilation']:g}x" if env.get("dilation") else ""
     lines += [
@@ -69,6 +69,18 @@ def render(results: Results) -> str:
         "where we differ: `docs/results.md`.",
     ]
     return "\n".join(lines)
+
+
+def _provenance(results: Results) -> str:
+    """When and at which commit the cells were measured: every run that holds cells, newest
+    first (a --resume or a merged file mixes runs, and the newest run need not hold most)."""
+    held = collections.Counter(cell.run for cell in results.cells.values())
+    parts = [
+        f"{held[i]} at `{run.commit}` on {run.started[:10]}"
+        for i, run in sorted(enumerate(results.runs), key=lambda r: r[1].started, reverse=True)
+        if held[i]
+    ]
+    return "; ".join(parts) if parts else "not run yet"
 
 
 def block(results: Results) -> str:

@@ -90,6 +90,22 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
  * AggClassify). */
 @pa_no_overlay("ingress", "md.coll.ack_slot")
 @pa_no_overlay("ingress", "md.coll.mp_ahead")
+/* The port bitmaps, one rotational cluster (actions combine them bit for bit), each in one
+ * container: unsliced, PHV allocation's search for a slicing of the cluster and the headers
+ * around it ran for more than 20 minutes (p4c-barefoot 1.2.5.16). */
+@pa_atomic("ingress", "md.coll.in_port_bit")
+@pa_atomic("ingress", "md.coll.in_port_match")
+@pa_atomic("ingress", "md.coll.missing_after")
+@pa_atomic("ingress", "md.coll.bar_child_mask")
+@pa_atomic("ingress", "md.coll.bar_parent_bit")
+@pa_atomic("ingress", "md.coll.bar_arrived")
+@pa_atomic("ingress", "md.coll.agg_previous")
+@pa_atomic("ingress", "md.coll.agg_result_known")
+@pa_atomic("ingress", "md.coll.arch_agg_arrival")
+@pa_atomic("ingress", "md.coll.ack_child_mask")
+@pa_atomic("ingress", "md.coll.ack_previous")
+@pa_atomic("ingress", "md.coll.mcast_children")
+@pa_atomic("ingress", "md.coll.tree_children")
 control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                    in ingress_intrinsic_metadata_t ig_intr_md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,

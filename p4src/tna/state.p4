@@ -311,6 +311,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     action compute_arrival_operands() {
         meta.missing_after = meta.missing_after ^ meta.agg_previous;
         meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
+        meta.agg_result_known = meta.agg_previous & AGG_RESULT_KNOWN; /* see coll_meta_t */
     }
 
     AggAdmission() admission;

@@ -183,6 +183,10 @@ struct coll_meta_t {
     bit<1> arch_state_elsewhere;
     bit<1> arch_commit_pass;
     bit<1> arch_resubmit; /* this pass is decided, but a resubmitted one finishes the state */
+    /* a reduction's release pass: the instance's last RESULT, recirculated to advance the
+     * released epoch (arch_release_next asks for it, arch_release_pass is it) */
+    bit<1> arch_release_next;
+    bit<1> arch_release_pass;
     bit<16> arch_commit_generation;
     bit<32> arch_cell_tag;
     /* AggState: the slot's owner ^ the packet's (0 if equal); the reduction's tag - the

@@ -10,6 +10,7 @@
  *   drop              -> ig_dprsr_md.drop_ctl
  *   state elsewhere   -> steered to the state pipe's recirculation port (netcoll_steer_h)
  *   root completion   -> resubmitted once (netcoll_resubmit_h) to advance the released epoch
+ *   reduction release -> steered once more (STEER_FLAG_RELEASE) to advance the released epoch
  * Egress gets what it needs in netcoll_bridge_h and applies the shared replica rules.
  * Build and checks: make build-tna; design: docs/porting-to-tofino.md.
  */
@@ -136,6 +137,17 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         size = NETCOLL_MAX_PORTS;
     }
 
+    /* The state pipe's recirculation port, for a release pass (its slot pass may be a
+     * resubmitted one, which has no port metadata): a keyless table the control plane sets. */
+    action steer_to(PortId_t dev_port) {
+        ig_tm_md.ucast_egress_port = dev_port;
+    }
+    table state_pipe_steer_port {
+        actions = { steer_to; }
+        default_action = steer_to(0);
+        size = 1;
+    }
+
     /* Logical port p -> level-2 exclusion id p ($pre.prune[p] holds p's dev port). A constant
      * table, not a cast of in_port: copying the 16-bit port into the 9-bit id ties their PHV
      * slicing to the TM field's and made PHV allocation fail (p4c-barefoot 1.2.5.16). */
@@ -237,6 +249,11 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         if (steered) {
             md.coll.in_port = hdr.steer.in_port;
             md.coll.in_port_bit = hdr.steer.in_port_bit;
+            if ((hdr.steer.flags & STEER_FLAG_RELEASE) != 0) {
+                /* a reduction's release pass (tna/state.p4, BarrierState) */
+                md.coll.arch_release_pass = 1;
+                md.coll.arch_commit_generation = hdr.steer.generation;
+            }
         } else if (resubmitted) {
             md.coll.in_port = (port_num_t) hdr.resubmit.in_port;
             md.coll.in_port_bit = hdr.resubmit.in_port_bit;
@@ -266,6 +283,9 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
             md.coll.arch_commit_generation = hdr.resubmit.commit_generation;
         }
 
+        md.arrived_op = hdr.net.coll.op;
+        md.arrived_src = hdr.net.coll.src_node;
+
         netcoll.apply(hdr.net, md.coll);
 
         hdr.steer.setInvalid(); /* never leaves the switch */
@@ -278,7 +298,23 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
             hdr.bridge.in_port = md.coll.in_port;
             hdr.bridge.in_port_bit = md.coll.in_port_bit;
             hdr.bridge.mcast_children = 0;
+            hdr.bridge.generation = 0;
             ig_tm_md.ucast_egress_port = (PortId_t) hdr.port_md.steer_port;
+        } else if (md.coll.arch_release_next == 1) {
+            /* the instance's last RESULT leaves from a release pass that advances the released
+             * epoch (tna/state.p4): the packet goes round again as it arrived but for the
+             * aggregate in its lanes, counted there. Not resubmitted: that would drop the
+             * aggregate, and a REDUCE's slot pass is a resubmitted one already. */
+            hdr.net.coll.op = md.arrived_op;
+            hdr.net.coll.src_node = md.arrived_src;
+            hdr.bridge.setValid();
+            hdr.bridge.kind = BRIDGE_STEER;
+            hdr.bridge.flags = STEER_FLAG_RELEASE;
+            hdr.bridge.in_port = md.coll.in_port;
+            hdr.bridge.in_port_bit = md.coll.in_port_bit;
+            hdr.bridge.mcast_children = 0;
+            hdr.bridge.generation = md.coll.bar_generation;
+            state_pipe_steer_port.apply(); /* a resubmitted pass has no port metadata */
         } else if (md.coll.arch_resubmit == 1) {
             /* a second pass finishes the state (tna/state.p4): the decision just taken is not
              * carried out, the packet is resubmitted as it arrived */
@@ -305,6 +341,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                 hdr.bridge.in_port = md.coll.in_port;
                 hdr.bridge.in_port_bit = md.coll.in_port_bit;
                 hdr.bridge.mcast_children = md.coll.mcast_children;
+                hdr.bridge.generation = 0;
                 if (md.coll.out_kind != OUT_MCAST) {
                     /* a unicast or a reply (out_port = in_port): no_dev_port drops it */
                     hdr.bridge.kind = BRIDGE_FORWARD;
@@ -411,6 +448,8 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
             hdr.steer.setValid();
             hdr.steer.in_port = hdr.bridge.in_port;
             hdr.steer.in_port_bit = hdr.bridge.in_port_bit;
+            hdr.steer.flags = hdr.bridge.flags;
+            hdr.steer.generation = hdr.bridge.generation;
         } else {
             bit<8> reason = DROP_NONE;
             if (hdr.bridge.kind == BRIDGE_REPLICA) {

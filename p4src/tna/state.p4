@@ -22,6 +22,9 @@
  *   then run as if the pass were final, and the shim resubmits instead of carrying them out
  *   (a resubmitted packet is the packet as it arrived). Waiting for STATE_NEXT_PASS, set by
  *   the last of the state's tables, would hold every decision back until then;
+ * - a reduction's slot pass that releases its instance's epoch is finished by a release
+ *   pass: the packet steered round once more with its aggregate (arch_release_next, then
+ *   arch_release_pass), see BarrierState;
  * - a stateful ALU updates one register: the reduction keeps one register per lane, generated
  *   per lane by the preprocessor (NETCOLL_FOR_EACH_LANE), see AggState.
  */
@@ -553,12 +556,15 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
          * (BarrierClassify's tests for BARRIER_ADVANCE's sender); the commit pass only if the
          * slot is still this root's, under the configuration generation the completion was
          * counted under (an MP write in between replaced it: the completion no longer stands
-         * and the packet is dropped); a reduction when it sends its instance's last RESULT
-         * down (agg_releases_epoch), after AggState. A REDUCE takes two passes: the first
-         * reads released and checks its epoch window (agg_epoch_in_window) before any slot is
-         * touched, the resubmitted one does the slot and may advance released: B3 cannot be
-         * read before AggState and advanced after it in one pass. A RESULT takes one. One
-         * test per if: a gateway reads at most 4 bytes. */
+         * and the packet is dropped); a reduction's release pass under the same condition.
+         * A REDUCE takes two passes to its slot: the first reads released and checks its
+         * epoch window (agg_epoch_in_window) before any slot is touched, the resubmitted one
+         * does the slot. A RESULT takes one. A slot pass never touches released: the one that
+         * sends its instance's last RESULT down (agg_releases_epoch) sets arch_release_next,
+         * and the shim steers the packet, aggregate and all, round to a release pass, which
+         * advances released and sends the RESULT. So released sits right after the
+         * configuration, not after the reduction's slot chain. One test per if: a gateway
+         * reads at most 4 bytes. */
         bit<3> released_access = RELEASED_ACCESS_NONE;
         if (meta.state_op == STATE_BARRIER_MP_WRITE) {
             if (meta.mp_ahead != 0) {
@@ -592,17 +598,17 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                 }
             }
         } else if (meta.state_op == STATE_AGG_EVENT) {
-            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
+            if (meta.arch_release_pass == 1) {
+                /* a reduction's release pass, under the generation its slot pass saw */
+                if (meta.bar_generation == meta.arch_commit_generation) {
+                    released_access = RELEASED_ACCESS_ADVANCE;
+                }
+            } else if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
                 /* a REDUCE's first pass: admitted, and within its window (below) */
                 window_admission.apply(hdr, meta);
                 released_access = RELEASED_ACCESS_AHEAD;
-            } else {
-                /* the reduction's slot: AggState's access blocks A1-A3 */
-                agg_state.apply(hdr, meta);
-                if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
-                    released_access = RELEASED_ACCESS_ADVANCE;
-                }
             }
+            /* the slot pass touches no barrier register after the configuration */
         }
         if (released_access == RELEASED_ACCESS_WRITE) {
             barrier_released_write.execute((bit<32>) meta.state_slot);
@@ -628,7 +634,15 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
 
         /* the verdict, from what the accesses returned, and access 4: barrier_cells */
         if (meta.state_op == STATE_AGG_EVENT) {
-            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
+            if (meta.arch_release_pass == 1) {
+                if (released_access != RELEASED_ACCESS_ADVANCE) {
+                    /* an MP write replaced the configuration: as a barrier's commit pass */
+                    meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+                } else {
+                    /* the slot pass's verdict: ReduceDecide sends the RESULT down the tree */
+                    meta.agg_verdict = AGG_DISTRIBUTE;
+                }
+            } else if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
                 /* a REDUCE's first pass: admitted and within its window, it goes round again */
                 if (meta.drop_reason == DROP_NONE) {
                     if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead,
@@ -637,6 +651,15 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                     } else {
                         meta.arch_resubmit = 1;
                     }
+                }
+            } else {
+                /* the reduction's slot: AggState's access blocks A1-A3. The instance's last
+                 * RESULT (agg_releases_epoch) is decided here and goes out from a release
+                 * pass of its own, which advances released: an advance here would place
+                 * barrier_released, and with it every barrier's chain, after this slot's. */
+                agg_state.apply(hdr, meta);
+                if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
+                    meta.arch_release_next = 1;
                 }
             }
         } else if (meta.state_op == STATE_BARRIER_EVENT) {

@@ -117,6 +117,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
     Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
         drop_reasons;
     NetcollIngress() netcoll;
+    AggLanes() agg_lanes;
 
     action to_dev_port(PortId_t dev_port) {
         ig_tm_md.ucast_egress_port = dev_port;
@@ -287,6 +288,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         md.arrived_src = hdr.net.coll.src_node;
 
         netcoll.apply(hdr.net, md.coll);
+        agg_lanes.apply(hdr.net, md.coll); /* the reduction's lanes, last (tna/state.p4) */
 
         hdr.steer.setInvalid(); /* never leaves the switch */
         if (md.coll.state_op == STATE_NEXT_PASS) {

@@ -26,7 +26,7 @@
  *   pass: the packet steered round once more with its aggregate (arch_release_next, then
  *   arch_release_pass), see BarrierState;
  * - a stateful ALU updates one register: the reduction keeps one register per lane, generated
- *   per lane by the preprocessor (NETCOLL_FOR_EACH_LANE), see AggState.
+ *   per lane by the preprocessor (NETCOLL_FOR_EACH_LANE), see AggLanes.
  */
 #ifndef NETCOLL_TNA_STATE_P4
 #define NETCOLL_TNA_STATE_P4
@@ -191,8 +191,7 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
 #define TNA_AGG_LANE_MASK(i) \
     hdr.agg.l##i = hdr.agg.l##i ^ mask;
 
-/* Access A3 of lane i at AggState's slot index: one of its four programs (a read: ADD), then
- * back to the packet's representation. */
+/* Access A3 of lane i at the slot index: one of its four programs (a read: ADD). */
 #define TNA_AGG_LANE_EXECUTE(i) \
     if (alu == TNA_AGG_ALU_ADD || meta.agg_lane_mode == AGG_LANES_READ) { \
         hdr.agg.l##i = agg_lane_##i##_add.execute(slot); \
@@ -202,19 +201,67 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
         hdr.agg.l##i = agg_lane_##i##_or.execute(slot); \
     } else { \
         hdr.agg.l##i = agg_lane_##i##_umin.execute(slot); \
-    } \
-    hdr.agg.l##i = hdr.agg.l##i ^ mask;
+    }
+
+/* The slot's lanes (access A3), applied by the shim after NetcollIngress: nothing after the
+ * lanes reads them, and in a block of their own at the end of ingress they keep every
+ * decision (the barrier's too: Tofino 1 has no long branches, so a table after an if/else
+ * waits for the last tables of its branches) from waiting for them. A pass whose slot
+ * AggClassify did not give a lane mode (every pass but a reduction's slot pass: agg_lane_mode
+ * stays AGG_LANES_NONE) touches no lane; masking there and back leaves the lanes as they
+ * are, so a steered or released packet carries them on unchanged. */
+control AggLanes(inout headers_t hdr, in coll_meta_t meta) {
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_lane_slot_hash;
+    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_REGISTER)
+
+    /* The operation's program and lane mask (see TNA_AGG_ALU_*): a table, since an action
+     * cannot test the operation. Unknown operations were refused by admission. */
+    bit<8> alu;
+    bit<32> mask;
+    action agg_program(bit<8> program, bit<32> lane_mask) {
+        alu = program;
+        mask = lane_mask;
+    }
+    table agg_op_program {
+        key = { hdr.coll.tree: exact; }
+        actions = { agg_program; }
+        const entries = {
+            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0);
+            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0);
+            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF); /* OR on complements */
+            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0);
+            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000); /* sign flipped */
+            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF); /* order reversed */
+        }
+        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0);
+        size = 8;
+    }
+
+    apply {
+        if (hdr.agg.isValid()) {
+            /* AggState's slot index (one hash per register: these are other registers) */
+            bit<32> slot = agg_lane_slot_hash.get({hdr.coll.comm_id,
+                                                   hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
+            agg_op_program.apply();
+            /* into the register's representation, off the chain of the slot's stages */
+            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
+            if (meta.agg_lane_mode != AGG_LANES_NONE) {
+                NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
+            }
+            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK) /* and back */
+        }
+    }
+}
 
 /* Aggregation slots (common/reduce.p4), applied by BarrierState after B2 read the tree into
- * meta.bar_* and before B3 (outside the state pipe BarrierState defers the packet first).
- * Access blocks in pipeline order: A1 agg_slot_owner and agg_key, A2 agg_arrived, A3 every
- * lane register. */
+ * meta.bar_* (outside the state pipe BarrierState defers the packet first). Access blocks in
+ * pipeline order: A1 agg_slot_owner and agg_key, A2 agg_arrived; A3, the lanes, is AggLanes
+ * at the end of ingress. */
 control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_slot_hash;
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_slot_owner; /* 0: never used */
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_key; /* the tag */
     Register<port_bitmap_t, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_arrived;
-    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_REGISTER)
 
     /* agg_key_relation asks three questions (owner equal, tag equal, tag after) and a stateful
      * ALU has two comparison units, so the owner has its own register, taken unconditionally
@@ -267,29 +314,6 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         }
     };
 
-    /* The operation's program and lane mask (see TNA_AGG_ALU_*): a table, since an action
-     * cannot test the operation. Unknown operations were refused by admission. */
-    bit<8> alu;
-    bit<32> mask;
-    action agg_program(bit<8> program, bit<32> lane_mask) {
-        alu = program;
-        mask = lane_mask;
-    }
-    table agg_op_program {
-        key = { hdr.coll.tree: exact; }
-        actions = { agg_program; }
-        const entries = {
-            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0);
-            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0);
-            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF); /* OR on complements */
-            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0);
-            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000); /* sign flipped */
-            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF); /* order reversed */
-        }
-        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0);
-        size = 8;
-    }
-
     /* The key in an action: inlined into tables, the functions' return values would be
      * temporaries, serialised one stage each. */
     action compute_slot_key() {
@@ -322,8 +346,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
 
     apply {
         /* what needs no slot register first, so it is ready when the registers run: the
-         * index, tag and owner, what agg_arrived records, the operation's program and the
-         * lanes in the register's representation, the first step of missing_after */
+         * index, tag and owner, what agg_arrived records, the first step of missing_after */
         bit<32> slot = agg_slot_hash.get({hdr.coll.comm_id,
                                           hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
         compute_slot_key();
@@ -332,8 +355,6 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         } else {
             arrival_of_child();
         }
-        agg_op_program.apply();
-        NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
         compute_missing_before();
 
         admission.apply(hdr, meta);
@@ -369,12 +390,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
                 meta.agg_previous = agg_arrived_contribute.execute(slot);
             }
             compute_arrival_operands();
-            classify.apply(hdr, meta);
-
-            /* access A3: every lane register, the same program on each */
-            if (meta.agg_lane_mode != AGG_LANES_NONE) {
-                NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
-            }
+            classify.apply(hdr, meta); /* agg_lane_mode: what AggLanes does (access A3) */
         }
     }
 }
@@ -653,7 +669,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                     }
                 }
             } else {
-                /* the reduction's slot: AggState's access blocks A1-A3. The instance's last
+                /* the reduction's slot: AggState's A1 and A2 (A3: AggLanes). The instance's last
                  * RESULT (agg_releases_epoch) is decided here and goes out from a release
                  * pass of its own, which advances released: an advance here would place
                  * barrier_released, and with it every barrier's chain, after this slot's. */

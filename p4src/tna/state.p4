@@ -406,6 +406,10 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     AggState() agg_state;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) barrier_cell_hash;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) seg_idx_copy; /* compute_chunks_left */
+    /* barrier_cell_tag(epoch, generation) = epoch ++ generation, through the hash unit: see
+     * AckState's ack_tag_hash */
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) cell_tag_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) open_cell_tag_hash;
     Register<bit<32>, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_generation;
     Register<port_bitmap_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_child_mask;
     Register<port_num_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_parent;
@@ -515,7 +519,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         meta.agg_chunks_left = hdr.coll.seg_count - meta.arch_seg_idx;
     }
     action compute_cell_tag() {
-        meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
+        meta.arch_cell_tag = cell_tag_hash.get({hdr.coll.epoch, meta.bar_generation});
     }
     action compute_epoch_distance_capped() {
         meta.bar_ahead_capped = (meta.bar_ahead < NETCOLL_BARRIER_WINDOW + 1)
@@ -565,101 +569,31 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         }
         compute_config_operands();
 
-        /* access 3: barrier_released, its access chosen per pass (each branch sets it once,
-         * and the passes exclude each other), then one execute per program: an execute in
-         * every branch would ask for ten tables in the register's one stage, more than
-         * placement can hold. The count pass advances it only for a RELEASE from the parent
-         * (BarrierClassify's tests for BARRIER_ADVANCE's sender); the commit pass only if the
-         * slot is still this root's, under the configuration generation the completion was
-         * counted under (an MP write in between replaced it: the completion no longer stands
-         * and the packet is dropped); a reduction's release pass under the same condition.
-         * A REDUCE takes two passes to its slot: the first reads released and checks its
-         * epoch window (agg_epoch_in_window) before any slot is touched, the resubmitted one
-         * does the slot. A RESULT takes one. A slot pass never touches released: the one that
-         * sends its instance's last RESULT down (agg_releases_epoch) sets arch_release_next,
-         * and the shim steers the packet, aggregate and all, round to a release pass, which
-         * advances released and sends the RESULT. So released sits right after the
-         * configuration, not after the reduction's slot chain. One test per if: a gateway
-         * reads at most 4 bytes. */
-        bit<3> released_access = RELEASED_ACCESS_NONE;
-        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-            if (meta.mp_ahead != 0) {
-                if (meta.mp_ahead[31:31] == 0) {
-                    released_access = RELEASED_ACCESS_WRITE;
-                }
-            }
-        } else if (meta.state_op == STATE_BARRIER_MP_READ) {
-            released_access = RELEASED_ACCESS_READ;
-        } else if (meta.state_op == STATE_BARRIER_EVENT) {
-            if (meta.arch_commit_pass == 1) {
-                if (meta.bar_parent == 0) {
-                    if (meta.bar_child_mask != 0) {
-                        if (meta.bar_generation == meta.arch_commit_generation) {
-                            released_access = RELEASED_ACCESS_ADVANCE; /* the commit stands */
-                        }
-                    }
-                }
-            } else {
-                compute_cell_tag();
-                if (hdr.coll.op != OP_RELEASE) {
-                    released_access = RELEASED_ACCESS_AHEAD;
-                } else if (meta.bar_parent == 0) {
-                    released_access = RELEASED_ACCESS_AHEAD;
-                } else if (meta.in_port != meta.bar_parent) {
-                    released_access = RELEASED_ACCESS_AHEAD;
-                } else if (meta.bar_child_mask == 0) {
-                    released_access = RELEASED_ACCESS_AHEAD;
-                } else {
-                    released_access = RELEASED_ACCESS_ADVANCE; /* a RELEASE from the parent */
-                }
-            }
-        } else if (meta.state_op == STATE_AGG_EVENT) {
-            if (meta.arch_release_pass == 1) {
-                /* a reduction's release pass, under the generation its slot pass saw */
-                if (meta.bar_generation == meta.arch_commit_generation) {
-                    released_access = RELEASED_ACCESS_ADVANCE;
-                }
-            } else if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
-                /* a REDUCE's first pass: admitted, and within its window (below) */
-                window_admission.apply(hdr, meta);
-                released_access = RELEASED_ACCESS_AHEAD;
-            }
-            /* the slot pass touches no barrier register after the configuration */
-        }
-        if (released_access == RELEASED_ACCESS_WRITE) {
-            barrier_released_write.execute((bit<32>) meta.state_slot);
-        } else if (released_access == RELEASED_ACCESS_READ) {
-            meta.bar_released = barrier_released_read.execute((bit<32>) meta.state_slot);
-        } else if (released_access == RELEASED_ACCESS_AHEAD) {
-            meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
-        } else if (released_access == RELEASED_ACCESS_ADVANCE) {
-            meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
-        }
-        compute_epoch_distance_capped();
-
-        /* access 4's index, barrier_cell_index(slot, epoch): one hash of fields set on the two
-         * paths (two hashes of one register crash p4c-barefoot 1.2.5.16, and a second call of
-         * one hash gets no control-plane API); an MP read asks about the open epoch */
-        bit<TNA_BARRIER_WINDOW_BITS> cell_low = hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-        epoch_t open_epoch = meta.bar_released + 1;
-        if (meta.state_op == STATE_BARRIER_MP_READ) {
-            cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-            meta.arch_cell_tag = barrier_cell_tag(open_epoch, meta.bar_generation);
-        }
-        bit<32> cell = barrier_cell_hash.get({meta.state_slot, cell_low});
-
-        /* the verdict, from what the accesses returned, and access 4: barrier_cells */
+        /* From here on, each pass runs to its end in a branch of its own: Tofino 1 has no
+         * long branches, so p4c-barefoot makes a gateway wait for every table before it that
+         * feeds a table in its branches. In one if/else with the barrier's passes, a
+         * reduction's slot waited for the MP read's open epoch (computed from released, for
+         * the cell index), and so for released; here it starts right after the
+         * configuration. */
         if (meta.state_op == STATE_AGG_EVENT) {
+            /* access 3 (barrier_released) on a reduction's release pass and on a REDUCE's
+             * first pass, nothing on a slot pass; these two executes and the four of the other
+             * branch are the register's six tables */
             if (meta.arch_release_pass == 1) {
-                if (released_access != RELEASED_ACCESS_ADVANCE) {
-                    /* an MP write replaced the configuration: as a barrier's commit pass */
-                    meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
-                } else {
+                /* a reduction's release pass, under the generation its slot pass saw (else an
+                 * MP write replaced the configuration: dropped, as a barrier's commit pass) */
+                if (meta.bar_generation == meta.arch_commit_generation) {
+                    meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
                     /* the slot pass's verdict: ReduceDecide sends the RESULT down the tree */
                     meta.agg_verdict = AGG_DISTRIBUTE;
+                } else {
+                    meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
                 }
             } else if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
                 /* a REDUCE's first pass: admitted and within its window, it goes round again */
+                window_admission.apply(hdr, meta);
+                meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                compute_epoch_distance_capped();
                 if (meta.drop_reason == DROP_NONE) {
                     if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead,
                                              meta.bar_ahead_capped)) {
@@ -669,8 +603,8 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                     }
                 }
             } else {
-                /* the reduction's slot: AggState's A1 and A2 (A3: AggLanes). The instance's last
-                 * RESULT (agg_releases_epoch) is decided here and goes out from a release
+                /* the reduction's slot: AggState's A1 and A2 (A3: AggLanes). The instance's
+                 * last RESULT (agg_releases_epoch) is decided here and goes out from a release
                  * pass of its own, which advances released: an advance here would place
                  * barrier_released, and with it every barrier's chain, after this slot's. */
                 agg_state.apply(hdr, meta);
@@ -678,42 +612,111 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                     meta.arch_release_next = 1;
                 }
             }
-        } else if (meta.state_op == STATE_BARRIER_EVENT) {
-            if (meta.arch_commit_pass == 0) {
-                classify.apply(hdr, meta);
-                if (meta.bar_verdict == BARRIER_COUNT) {
-                    meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
-                    if (meta.bar_arrived == meta.bar_child_mask) {
-                        meta.bar_complete = 1;
-                        /* A root that just completed must also advance its released epoch: a
-                         * second access to barrier_released, so the shim resubmits the
-                         * packet and the commit pass does it. */
-                        if (meta.bar_parent == 0) {
-                            meta.arch_commit_generation = meta.bar_generation;
-                            meta.arch_resubmit = 1;
-                        }
-                    } else {
-                        meta.bar_complete = 0;
+        } else {
+            /* access 3: barrier_released, its access chosen per pass (each branch sets it
+             * once, and the passes exclude each other), then one execute per program: an
+             * execute in every branch would ask for ten tables in the register's one stage,
+             * more than placement can hold. The count pass advances it only for a RELEASE
+             * from the parent (BarrierClassify's tests for BARRIER_ADVANCE's sender); the
+             * commit pass only if the slot is still this root's, under the configuration
+             * generation the completion was counted under (an MP write in between replaced
+             * it: the completion no longer stands and the packet is dropped). One test per
+             * if: a gateway reads at most 4 bytes. */
+            bit<3> released_access = RELEASED_ACCESS_NONE;
+            if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+                if (meta.mp_ahead != 0) {
+                    if (meta.mp_ahead[31:31] == 0) {
+                        released_access = RELEASED_ACCESS_WRITE;
                     }
                 }
-            } else if (released_access != RELEASED_ACCESS_ADVANCE) {
-                /* the completion no longer stands (see access 3) */
-                meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
-            } else if (epoch_distance_after(meta.bar_ahead)) {
-                /* this pass released the epoch: BarrierDecide sends RELEASE down the tree */
-                meta.bar_verdict = BARRIER_COUNT;
-                meta.bar_complete = 1;
-            } else {
-                /* a duplicate completion raced this one: answer it as a released epoch */
-                meta.bar_verdict = BARRIER_ANSWER_RELEASE;
+            } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+                released_access = RELEASED_ACCESS_READ;
+            } else if (meta.state_op == STATE_BARRIER_EVENT) {
+                if (meta.arch_commit_pass == 1) {
+                    if (meta.bar_parent == 0) {
+                        if (meta.bar_child_mask != 0) {
+                            if (meta.bar_generation == meta.arch_commit_generation) {
+                                released_access = RELEASED_ACCESS_ADVANCE; /* it stands */
+                            }
+                        }
+                    }
+                } else {
+                    compute_cell_tag();
+                    if (hdr.coll.op != OP_RELEASE) {
+                        released_access = RELEASED_ACCESS_AHEAD;
+                    } else if (meta.bar_parent == 0) {
+                        released_access = RELEASED_ACCESS_AHEAD;
+                    } else if (meta.in_port != meta.bar_parent) {
+                        released_access = RELEASED_ACCESS_AHEAD;
+                    } else if (meta.bar_child_mask == 0) {
+                        released_access = RELEASED_ACCESS_AHEAD;
+                    } else {
+                        released_access = RELEASED_ACCESS_ADVANCE; /* a RELEASE from the parent */
+                    }
+                }
             }
-        } else if (meta.state_op == STATE_BARRIER_MP_READ) {
-            hdr.mp.aux = barrier_cell_read_arrivals.execute(cell); /* the open epoch's */
-            hdr.mp.children = meta.bar_child_mask;
-            hdr.mp.parent_port = meta.bar_parent;
-            hdr.mp.generation = generation;
-            hdr.mp.epoch = meta.bar_released;
-            meta.mp_status = MP_STATUS_OK;
+            if (released_access == RELEASED_ACCESS_WRITE) {
+                barrier_released_write.execute((bit<32>) meta.state_slot);
+            } else if (released_access == RELEASED_ACCESS_READ) {
+                meta.bar_released = barrier_released_read.execute((bit<32>) meta.state_slot);
+            } else if (released_access == RELEASED_ACCESS_AHEAD) {
+                meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+            } else if (released_access == RELEASED_ACCESS_ADVANCE) {
+                meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
+            }
+            compute_epoch_distance_capped();
+
+            /* access 4's index, barrier_cell_index(slot, epoch): one hash of fields set on
+             * the two paths (two hashes of one register crash p4c-barefoot 1.2.5.16, and a
+             * second call of one hash gets no control-plane API); an MP read asks about the
+             * open epoch */
+            bit<TNA_BARRIER_WINDOW_BITS> cell_low =
+                hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+            epoch_t open_epoch = meta.bar_released + 1;
+            if (meta.state_op == STATE_BARRIER_MP_READ) {
+                cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+                meta.arch_cell_tag = open_cell_tag_hash.get({open_epoch, meta.bar_generation});
+            }
+            bit<32> cell = barrier_cell_hash.get({meta.state_slot, cell_low});
+
+            /* the verdict, from what the accesses returned, and access 4: barrier_cells */
+            if (meta.state_op == STATE_BARRIER_EVENT) {
+                if (meta.arch_commit_pass == 0) {
+                    classify.apply(hdr, meta);
+                    if (meta.bar_verdict == BARRIER_COUNT) {
+                        meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
+                        if (meta.bar_arrived == meta.bar_child_mask) {
+                            meta.bar_complete = 1;
+                            /* A root that just completed must also advance its released
+                             * epoch: a second access to barrier_released, so the shim
+                             * resubmits the packet and the commit pass does it. */
+                            if (meta.bar_parent == 0) {
+                                meta.arch_commit_generation = meta.bar_generation;
+                                meta.arch_resubmit = 1;
+                            }
+                        } else {
+                            meta.bar_complete = 0;
+                        }
+                    }
+                } else if (released_access != RELEASED_ACCESS_ADVANCE) {
+                    /* the completion no longer stands (see access 3) */
+                    meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+                } else if (epoch_distance_after(meta.bar_ahead)) {
+                    /* this pass released the epoch: BarrierDecide sends RELEASE down */
+                    meta.bar_verdict = BARRIER_COUNT;
+                    meta.bar_complete = 1;
+                } else {
+                    /* a duplicate completion raced this one: answer it as a released epoch */
+                    meta.bar_verdict = BARRIER_ANSWER_RELEASE;
+                }
+            } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+                hdr.mp.aux = barrier_cell_read_arrivals.execute(cell); /* the open epoch's */
+                hdr.mp.children = meta.bar_child_mask;
+                hdr.mp.parent_port = meta.bar_parent;
+                hdr.mp.generation = generation;
+                hdr.mp.epoch = meta.bar_released;
+                meta.mp_status = MP_STATUS_OK;
+            }
         }
     }
 }
@@ -729,6 +732,20 @@ struct ack_cum_halves_t {
  * ack_merge table, not from registers. */
 control AckState(inout headers_t hdr, inout coll_meta_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) ack_cell_hash;
+    /* The cell tags (ack_cell_tag here, barrier_cell_tag in BarrierState: the fields one after
+     * the other) come out of the hash unit as one word: concatenated in an action, the tag is
+     * sliced where its pieces are (seg_idx[2:0] is in the cell index, so [2:0] and [7:3]), and
+     * the backtracking PHV allocation put two slices of one byte in two containers, which a
+     * stateful ALU's input crossbar cannot read ("could not fit within the input crossbar by
+     * itself", all four cell registers' tables, p4c-barefoot 1.2.5.16). */
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) ack_tag_hash;
+    /* ack_cell_tag(epoch, generation, seg_idx), in an action, a table of its own: with the
+     * index's hash in one table the two 32-bit hash outputs did not fit one table's input
+     * crossbar ("could not fit within the input crossbar by itself") */
+    action compute_ack_cell_tag() {
+        meta.arch_cell_tag = ack_tag_hash.get({hdr.coll.epoch, meta.ack_generation,
+                                               hdr.coll.seg_idx[7:0]});
+    }
     Register<barrier_cell_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cells;
     Register<ack_cum_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cums;
 
@@ -765,7 +782,7 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
         bit<32> cell_index = ack_cell_hash.get({meta.ack_slot,
                                                 hdr.coll.seg_idx[TNA_ACK_WINDOW_BITS - 1:0]});
         /* access K1: ack_cells */
-        meta.arch_cell_tag = ack_cell_tag(hdr.coll.epoch, meta.ack_generation, hdr.coll.seg_idx);
+        compute_ack_cell_tag();
         meta.ack_previous = ack_cell_merge.execute(cell_index);
         /* access K2: ack_cums */
         meta.ack_cum = ack_cum_lowest.execute(cell_index);

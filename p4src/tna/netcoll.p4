@@ -18,6 +18,9 @@
 /* children's replicas always come from the all-ports group, filtered in egress (the subset
  * layout is refused by controller/tofino/bfrt.py; common/broadcast.p4 says why it is out) */
 #define NETCOLL_NO_SUBSET_GROUPS
+/* bar_parent_bit would need a variable shift: always 0 here, so the barrier's echo branch that
+ * reads it is left out (common/barrier.p4), and with it one 32-bit port bitmap from the PHV */
+#define NETCOLL_NO_PARENT_BIT
 #if __TARGET_TOFINO__ == 2
 #include <t2na.p4>
 #else
@@ -98,7 +101,6 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
 @pa_atomic("ingress", "md.coll.in_port_match")
 @pa_atomic("ingress", "md.coll.missing_after")
 @pa_atomic("ingress", "md.coll.bar_child_mask")
-@pa_atomic("ingress", "md.coll.bar_parent_bit")
 @pa_atomic("ingress", "md.coll.bar_arrived")
 @pa_atomic("ingress", "md.coll.agg_previous")
 @pa_atomic("ingress", "md.coll.agg_result_known")

@@ -554,14 +554,19 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         meta.bar_generation = generation[15:0];
 
         /* access 2: barrier_child_mask and barrier_parent; an MP write is applied when its
-         * generation is newer (generation_ahead_is_newer(mp_ahead), one test per if) */
+         * generation is newer (generation_ahead_is_newer(mp_ahead), one test per if). Its
+         * status is mp_generation_status(mp_ahead) written out in the same tests: the
+         * function's result, copied out through a temporary, cost a stage that every pass
+         * after the configuration waited for (an MP read writes mp_status too). */
         if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-            meta.mp_status = mp_generation_status(meta.mp_ahead);
-            if (meta.mp_ahead != 0) {
-                if (meta.mp_ahead[31:31] == 0) {
-                    barrier_child_mask_write.execute((bit<32>) meta.state_slot);
-                    barrier_parent_write.execute((bit<32>) meta.state_slot);
-                }
+            if (meta.mp_ahead == 0) {
+                meta.mp_status = MP_STATUS_DUPLICATE;
+            } else if (meta.mp_ahead[31:31] == 0) {
+                meta.mp_status = MP_STATUS_OK;
+                barrier_child_mask_write.execute((bit<32>) meta.state_slot);
+                barrier_parent_write.execute((bit<32>) meta.state_slot);
+            } else {
+                meta.mp_status = MP_STATUS_STALE;
             }
         } else {
             meta.bar_child_mask = barrier_child_mask_read.execute((bit<32>) meta.state_slot);

@@ -80,6 +80,7 @@ BCAST_TREE = f"{NETCOLL}.broadcast_lookup.bcast_tree"
 ACK_MERGE = f"{NETCOLL}.ack_merge_lookup.ack_merge"
 MP_REPLICATION = f"{NETCOLL}.child_replication.mp_replication"
 DEV_PORT_MAP = f"{INGRESS}.dev_port_map"
+STATE_PIPE_STEER_PORT = f"{INGRESS}.state_pipe_steer_port"
 EGRESS_PORT_MAP = f"{EGRESS}.egress_port_map"
 PORT_METADATA = f"{INGRESS_PARSER}.$PORT_METADATA"
 TREE_STATE = f"{NETCOLL}.tree_state"
@@ -370,6 +371,15 @@ def table_entries(state: SwitchState, plan: PortPlan) -> list[BfrtEntry]:
             table(SWITCH_IDENTITY),
             action=action(SWITCH_IDENTITY, "set_identity"),
             data={"node": state.node_id},
+            operation="set_default",
+        )
+    )
+    # a reduction's release pass is steered from a pass that may have no port metadata
+    entries.append(
+        BfrtEntry(
+            table(STATE_PIPE_STEER_PORT),
+            action=action(STATE_PIPE_STEER_PORT, "steer_to"),
+            data={"dev_port": plan.steer_port},
             operation="set_default",
         )
     )

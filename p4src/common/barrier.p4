@@ -201,6 +201,7 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
             /* complete here, or a duplicate after completion: (re)send one ARRIVE upward, and
              * to a host that asked, its echo with it (where the shim knows the parent's bit).
              * Nested tests: each gateway reads at most 4 bytes of fields. */
+#ifndef NETCOLL_NO_PARENT_BIT
             if (meta.bar_parent_bit != 0) {
                 hdr.coll.dst_node = hdr.coll.src_node;
                 hdr.coll.src_node = meta.my_node;
@@ -208,6 +209,9 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
             } else {
                 send_up();
             }
+#else
+            send_up(); /* a shim without the parent's bit (always 0 there): no field for it */
+#endif
         } else {
             send_up();
         }

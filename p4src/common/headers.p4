@@ -133,6 +133,10 @@ struct coll_meta_t {
     bit<32> agg_owner;
     bit<8> agg_relation;
     port_bitmap_t agg_previous; /* agg_arrived before this packet (0 for a fresh slot) */
+    /* agg_previous & AGG_RESULT_KNOWN, computed in an action (operand): a test of bit 31
+     * itself slices agg_previous there, and with it every port bitmap it meets in an action,
+     * which Tofino 1's PHV allocation could not place (docs/porting-to-tofino.md) */
+    bit<32> agg_result_known;
     bit<8> agg_verdict;
     bit<8> agg_lane_mode;
     bit<32> agg_chunks_left; /* seg_count - seg_idx, 1 for an instance's last chunk (operand) */
@@ -179,6 +183,10 @@ struct coll_meta_t {
     bit<1> arch_state_elsewhere;
     bit<1> arch_commit_pass;
     bit<1> arch_resubmit; /* this pass is decided, but a resubmitted one finishes the state */
+    /* a reduction's release pass: the instance's last RESULT, recirculated to advance the
+     * released epoch (arch_release_next asks for it, arch_release_pass is it) */
+    bit<1> arch_release_next;
+    bit<1> arch_release_pass;
     bit<16> arch_commit_generation;
     bit<32> arch_cell_tag;
     /* AggState: the slot's owner ^ the packet's (0 if equal); the reduction's tag - the

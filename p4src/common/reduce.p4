@@ -132,11 +132,12 @@ bool agg_is_ask(in bit<8> op, in port_bitmap_t in_port_bit, in port_bitmap_t chi
 /* What to do with a REDUCE or RESULT that is not stale, from agg_arrived before it
  * (meta.agg_previous). Sets meta.agg_verdict (one of AGG_*), meta.agg_lane_mode (what happens
  * to the slot's lanes) and, for a drop, meta.drop_reason. The caller computes, in actions,
- * meta.in_port_match = previous & in_port_bit (this child counted already) and
+ * meta.in_port_match = previous & in_port_bit (this child counted already),
  * meta.missing_after = child_mask ^ (previous | in_port_bit) (the children still missing with
- * this packet; read only for a child not counted yet): a Tofino gateway cannot combine two
- * fields, and reads at most 4 bytes of fields, so one test per if. A control: see
- * BarrierClassify. */
+ * this packet; read only for a child not counted yet) and meta.agg_result_known = previous &
+ * AGG_RESULT_KNOWN (tested whole: a test of bit 31 alone slices every port bitmap there): a
+ * Tofino gateway cannot combine two fields, and reads at most 4 bytes of fields, so one test
+ * per if. A control: see BarrierClassify. */
 /* AggClassify's contribution that is not an answer: counted already (a complete slot's partial
  * goes up again, else a duplicate), or recorded (absorbed, or complete: distributed by the
  * root, sent up by any other switch). */
@@ -181,7 +182,7 @@ control AggClassify(in headers_t hdr, inout coll_meta_t meta) {
         if (hdr.coll.op == OP_RESULT) {
             meta.agg_verdict = AGG_DISTRIBUTE;
             meta.agg_lane_mode = AGG_LANES_SET;
-        } else if ((meta.agg_previous & AGG_RESULT_KNOWN) != 0) {
+        } else if (meta.agg_result_known != 0) {
             /* late or repeated contribution: the result is here */
             meta.agg_verdict = AGG_ANSWER;
             meta.agg_lane_mode = AGG_LANES_READ;

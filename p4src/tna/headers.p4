@@ -6,7 +6,8 @@
  * - netcoll_bridge_h: what egress needs from ingress (TNA has no metadata shared across the
  *   traffic manager): the decision's replica rules and, for a steered packet, its origin.
  * - netcoll_steer_h: on the wire only between a pipe's egress and the state pipe's
- *   recirculation port: the logical ingress port a steered packet arrived by.
+ *   recirculation port: the logical ingress port a steered packet arrived by, and whether it
+ *   is a reduction's release pass (tna/state.p4, BarrierState).
  * - netcoll_resubmit_h: resubmit data of the second pass that finishes a root's barrier
  *   completion (Tofino 1 carries 8 bytes, Tofino 2 16).
  * docs/porting-to-tofino.md explains each mechanism.
@@ -29,6 +30,9 @@ const bit<8> BRIDGE_STEER = 3; /* to the state pipe: egress prepends netcoll_ste
 /* netcoll_bridge_h.flags: the shared replica rules of common/egress.p4 */
 const bit<8> BRIDGE_FLAG_FILTER_CHILDREN = 0x01;
 const bit<8> BRIDGE_FLAG_PRUNE_INGRESS = 0x02;
+
+/* netcoll_bridge_h.flags of BRIDGE_STEER, copied into netcoll_steer_h.flags */
+const bit<8> STEER_FLAG_RELEASE = 0x04; /* a reduction's release pass (tna/state.p4) */
 
 /* netcoll_resubmit_h.flags */
 const bit<8> RESUBMIT_FLAG_STEERED = 0x01; /* the first pass's packet started with a steer header */
@@ -56,11 +60,14 @@ header netcoll_bridge_h {
     port_num_t in_port;
     port_bitmap_t in_port_bit;
     port_bitmap_t mcast_children;
+    bit<16> generation; /* BRIDGE_STEER with STEER_FLAG_RELEASE: the slot pass's generation */
 }
 
 header netcoll_steer_h {
     port_num_t in_port;
     port_bitmap_t in_port_bit;
+    bit<8> flags; /* STEER_FLAG_* */
+    bit<16> generation; /* the release pass's: the configuration it was decided under */
 }
 
 header netcoll_resubmit_h {
@@ -89,6 +96,10 @@ struct tna_headers_t {
 
 struct tna_ingress_meta_t {
     coll_meta_t coll;
+    /* the op and source as the packet arrived: a release pass starts from them (the slot
+     * pass's decision has rewritten both, and Classify checks a host's source) */
+    bit<8> arrived_op;
+    node_id_t arrived_src;
 }
 
 struct tna_egress_meta_t {

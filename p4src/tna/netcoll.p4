@@ -10,6 +10,7 @@
  *   drop              -> ig_dprsr_md.drop_ctl
  *   state elsewhere   -> steered to the state pipe's recirculation port (netcoll_steer_h)
  *   root completion   -> resubmitted once (netcoll_resubmit_h) to advance the released epoch
+ *   reduction release -> steered once more (STEER_FLAG_RELEASE) to advance the released epoch
  * Egress gets what it needs in netcoll_bridge_h and applies the shared replica rules.
  * Build and checks: make build-tna; design: docs/porting-to-tofino.md.
  */
@@ -17,6 +18,9 @@
 /* children's replicas always come from the all-ports group, filtered in egress (the subset
  * layout is refused by controller/tofino/bfrt.py; common/broadcast.p4 says why it is out) */
 #define NETCOLL_NO_SUBSET_GROUPS
+/* bar_parent_bit would need a variable shift: always 0 here, so the barrier's echo branch that
+ * reads it is left out (common/barrier.p4), and with it one 32-bit port bitmap from the PHV */
+#define NETCOLL_NO_PARENT_BIT
 #if __TARGET_TOFINO__ == 2
 #include <t2na.p4>
 #else
@@ -90,6 +94,21 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
  * AggClassify). */
 @pa_no_overlay("ingress", "md.coll.ack_slot")
 @pa_no_overlay("ingress", "md.coll.mp_ahead")
+/* The port bitmaps, one rotational cluster (actions combine them bit for bit), each in one
+ * container: unsliced, PHV allocation's search for a slicing of the cluster and the headers
+ * around it ran for more than 20 minutes (p4c-barefoot 1.2.5.16). */
+@pa_atomic("ingress", "md.coll.in_port_bit")
+@pa_atomic("ingress", "md.coll.in_port_match")
+@pa_atomic("ingress", "md.coll.missing_after")
+@pa_atomic("ingress", "md.coll.bar_child_mask")
+@pa_atomic("ingress", "md.coll.bar_arrived")
+@pa_atomic("ingress", "md.coll.agg_previous")
+@pa_atomic("ingress", "md.coll.agg_result_known")
+@pa_atomic("ingress", "md.coll.arch_agg_arrival")
+@pa_atomic("ingress", "md.coll.ack_child_mask")
+@pa_atomic("ingress", "md.coll.ack_previous")
+@pa_atomic("ingress", "md.coll.mcast_children")
+@pa_atomic("ingress", "md.coll.tree_children")
 control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                    in ingress_intrinsic_metadata_t ig_intr_md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
@@ -100,6 +119,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
     Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
         drop_reasons;
     NetcollIngress() netcoll;
+    AggLanes() agg_lanes;
 
     action to_dev_port(PortId_t dev_port) {
         ig_tm_md.ucast_egress_port = dev_port;
@@ -118,6 +138,17 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         actions = { to_dev_port; no_dev_port; }
         default_action = no_dev_port();
         size = NETCOLL_MAX_PORTS;
+    }
+
+    /* The state pipe's recirculation port, for a release pass (its slot pass may be a
+     * resubmitted one, which has no port metadata): a keyless table the control plane sets. */
+    action steer_to(PortId_t dev_port) {
+        ig_tm_md.ucast_egress_port = dev_port;
+    }
+    table state_pipe_steer_port {
+        actions = { steer_to; }
+        default_action = steer_to(0);
+        size = 1;
     }
 
     /* Logical port p -> level-2 exclusion id p ($pre.prune[p] holds p's dev port). A constant
@@ -221,6 +252,11 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         if (steered) {
             md.coll.in_port = hdr.steer.in_port;
             md.coll.in_port_bit = hdr.steer.in_port_bit;
+            if ((hdr.steer.flags & STEER_FLAG_RELEASE) != 0) {
+                /* a reduction's release pass (tna/state.p4, BarrierState) */
+                md.coll.arch_release_pass = 1;
+                md.coll.arch_commit_generation = hdr.steer.generation;
+            }
         } else if (resubmitted) {
             md.coll.in_port = (port_num_t) hdr.resubmit.in_port;
             md.coll.in_port_bit = hdr.resubmit.in_port_bit;
@@ -250,7 +286,11 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
             md.coll.arch_commit_generation = hdr.resubmit.commit_generation;
         }
 
+        md.arrived_op = hdr.net.coll.op;
+        md.arrived_src = hdr.net.coll.src_node;
+
         netcoll.apply(hdr.net, md.coll);
+        agg_lanes.apply(hdr.net, md.coll); /* the reduction's lanes, last (tna/state.p4) */
 
         hdr.steer.setInvalid(); /* never leaves the switch */
         if (md.coll.state_op == STATE_NEXT_PASS) {
@@ -262,7 +302,23 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
             hdr.bridge.in_port = md.coll.in_port;
             hdr.bridge.in_port_bit = md.coll.in_port_bit;
             hdr.bridge.mcast_children = 0;
+            hdr.bridge.generation = 0;
             ig_tm_md.ucast_egress_port = (PortId_t) hdr.port_md.steer_port;
+        } else if (md.coll.arch_release_next == 1) {
+            /* the instance's last RESULT leaves from a release pass that advances the released
+             * epoch (tna/state.p4): the packet goes round again as it arrived but for the
+             * aggregate in its lanes, counted there. Not resubmitted: that would drop the
+             * aggregate, and a REDUCE's slot pass is a resubmitted one already. */
+            hdr.net.coll.op = md.arrived_op;
+            hdr.net.coll.src_node = md.arrived_src;
+            hdr.bridge.setValid();
+            hdr.bridge.kind = BRIDGE_STEER;
+            hdr.bridge.flags = STEER_FLAG_RELEASE;
+            hdr.bridge.in_port = md.coll.in_port;
+            hdr.bridge.in_port_bit = md.coll.in_port_bit;
+            hdr.bridge.mcast_children = 0;
+            hdr.bridge.generation = md.coll.bar_generation;
+            state_pipe_steer_port.apply(); /* a resubmitted pass has no port metadata */
         } else if (md.coll.arch_resubmit == 1) {
             /* a second pass finishes the state (tna/state.p4): the decision just taken is not
              * carried out, the packet is resubmitted as it arrived */
@@ -289,6 +345,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                 hdr.bridge.in_port = md.coll.in_port;
                 hdr.bridge.in_port_bit = md.coll.in_port_bit;
                 hdr.bridge.mcast_children = md.coll.mcast_children;
+                hdr.bridge.generation = 0;
                 if (md.coll.out_kind != OUT_MCAST) {
                     /* a unicast or a reply (out_port = in_port): no_dev_port drops it */
                     hdr.bridge.kind = BRIDGE_FORWARD;
@@ -395,6 +452,8 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
             hdr.steer.setValid();
             hdr.steer.in_port = hdr.bridge.in_port;
             hdr.steer.in_port_bit = hdr.bridge.in_port_bit;
+            hdr.steer.flags = hdr.bridge.flags;
+            hdr.steer.generation = hdr.bridge.generation;
         } else {
             bit<8> reason = DROP_NONE;
             if (hdr.bridge.kind == BRIDGE_REPLICA) {

@@ -22,8 +22,11 @@
  *   then run as if the pass were final, and the shim resubmits instead of carrying them out
  *   (a resubmitted packet is the packet as it arrived). Waiting for STATE_NEXT_PASS, set by
  *   the last of the state's tables, would hold every decision back until then;
+ * - a reduction's slot pass that releases its instance's epoch is finished by a release
+ *   pass: the packet steered round once more with its aggregate (arch_release_next, then
+ *   arch_release_pass), see BarrierState;
  * - a stateful ALU updates one register: the reduction keeps one register per lane, generated
- *   per lane by the preprocessor (NETCOLL_FOR_EACH_LANE), see AggState.
+ *   per lane by the preprocessor (NETCOLL_FOR_EACH_LANE), see AggLanes.
  */
 #ifndef NETCOLL_TNA_STATE_P4
 #define NETCOLL_TNA_STATE_P4
@@ -188,8 +191,7 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
 #define TNA_AGG_LANE_MASK(i) \
     hdr.agg.l##i = hdr.agg.l##i ^ mask;
 
-/* Access A3 of lane i at AggState's slot index: one of its four programs (a read: ADD), then
- * back to the packet's representation. */
+/* Access A3 of lane i at the slot index: one of its four programs (a read: ADD). */
 #define TNA_AGG_LANE_EXECUTE(i) \
     if (alu == TNA_AGG_ALU_ADD || meta.agg_lane_mode == AGG_LANES_READ) { \
         hdr.agg.l##i = agg_lane_##i##_add.execute(slot); \
@@ -199,19 +201,67 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
         hdr.agg.l##i = agg_lane_##i##_or.execute(slot); \
     } else { \
         hdr.agg.l##i = agg_lane_##i##_umin.execute(slot); \
-    } \
-    hdr.agg.l##i = hdr.agg.l##i ^ mask;
+    }
+
+/* The slot's lanes (access A3), applied by the shim after NetcollIngress: nothing after the
+ * lanes reads them, and in a block of their own at the end of ingress they keep every
+ * decision (the barrier's too: Tofino 1 has no long branches, so a table after an if/else
+ * waits for the last tables of its branches) from waiting for them. A pass whose slot
+ * AggClassify did not give a lane mode (every pass but a reduction's slot pass: agg_lane_mode
+ * stays AGG_LANES_NONE) touches no lane; masking there and back leaves the lanes as they
+ * are, so a steered or released packet carries them on unchanged. */
+control AggLanes(inout headers_t hdr, in coll_meta_t meta) {
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_lane_slot_hash;
+    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_REGISTER)
+
+    /* The operation's program and lane mask (see TNA_AGG_ALU_*): a table, since an action
+     * cannot test the operation. Unknown operations were refused by admission. */
+    bit<8> alu;
+    bit<32> mask;
+    action agg_program(bit<8> program, bit<32> lane_mask) {
+        alu = program;
+        mask = lane_mask;
+    }
+    table agg_op_program {
+        key = { hdr.coll.tree: exact; }
+        actions = { agg_program; }
+        const entries = {
+            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0);
+            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0);
+            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF); /* OR on complements */
+            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0);
+            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000); /* sign flipped */
+            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF); /* order reversed */
+        }
+        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0);
+        size = 8;
+    }
+
+    apply {
+        if (hdr.agg.isValid()) {
+            /* AggState's slot index (one hash per register: these are other registers) */
+            bit<32> slot = agg_lane_slot_hash.get({hdr.coll.comm_id,
+                                                   hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
+            agg_op_program.apply();
+            /* into the register's representation, off the chain of the slot's stages */
+            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
+            if (meta.agg_lane_mode != AGG_LANES_NONE) {
+                NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
+            }
+            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK) /* and back */
+        }
+    }
+}
 
 /* Aggregation slots (common/reduce.p4), applied by BarrierState after B2 read the tree into
- * meta.bar_* and before B3 (outside the state pipe BarrierState defers the packet first).
- * Access blocks in pipeline order: A1 agg_slot_owner and agg_key, A2 agg_arrived, A3 every
- * lane register. */
+ * meta.bar_* (outside the state pipe BarrierState defers the packet first). Access blocks in
+ * pipeline order: A1 agg_slot_owner and agg_key, A2 agg_arrived; A3, the lanes, is AggLanes
+ * at the end of ingress. */
 control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_slot_hash;
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_slot_owner; /* 0: never used */
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_key; /* the tag */
     Register<port_bitmap_t, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_arrived;
-    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_REGISTER)
 
     /* agg_key_relation asks three questions (owner equal, tag equal, tag after) and a stateful
      * ALU has two comparison units, so the owner has its own register, taken unconditionally
@@ -264,29 +314,6 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         }
     };
 
-    /* The operation's program and lane mask (see TNA_AGG_ALU_*): a table, since an action
-     * cannot test the operation. Unknown operations were refused by admission. */
-    bit<8> alu;
-    bit<32> mask;
-    action agg_program(bit<8> program, bit<32> lane_mask) {
-        alu = program;
-        mask = lane_mask;
-    }
-    table agg_op_program {
-        key = { hdr.coll.tree: exact; }
-        actions = { agg_program; }
-        const entries = {
-            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0);
-            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0);
-            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF); /* OR on complements */
-            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0);
-            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000); /* sign flipped */
-            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF); /* order reversed */
-        }
-        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0);
-        size = 8;
-    }
-
     /* The key in an action: inlined into tables, the functions' return values would be
      * temporaries, serialised one stage each. */
     action compute_slot_key() {
@@ -311,6 +338,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     action compute_arrival_operands() {
         meta.missing_after = meta.missing_after ^ meta.agg_previous;
         meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
+        meta.agg_result_known = meta.agg_previous & AGG_RESULT_KNOWN; /* see coll_meta_t */
     }
 
     AggAdmission() admission;
@@ -318,8 +346,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
 
     apply {
         /* what needs no slot register first, so it is ready when the registers run: the
-         * index, tag and owner, what agg_arrived records, the operation's program and the
-         * lanes in the register's representation, the first step of missing_after */
+         * index, tag and owner, what agg_arrived records, the first step of missing_after */
         bit<32> slot = agg_slot_hash.get({hdr.coll.comm_id,
                                           hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
         compute_slot_key();
@@ -328,8 +355,6 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         } else {
             arrival_of_child();
         }
-        agg_op_program.apply();
-        NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
         compute_missing_before();
 
         admission.apply(hdr, meta);
@@ -365,12 +390,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
                 meta.agg_previous = agg_arrived_contribute.execute(slot);
             }
             compute_arrival_operands();
-            classify.apply(hdr, meta);
-
-            /* access A3: every lane register, the same program on each */
-            if (meta.agg_lane_mode != AGG_LANES_NONE) {
-                NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
-            }
+            classify.apply(hdr, meta); /* agg_lane_mode: what AggLanes does (access A3) */
         }
     }
 }
@@ -386,6 +406,10 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     AggState() agg_state;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) barrier_cell_hash;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) seg_idx_copy; /* compute_chunks_left */
+    /* barrier_cell_tag(epoch, generation) = epoch ++ generation, through the hash unit: see
+     * AckState's ack_tag_hash */
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) cell_tag_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) open_cell_tag_hash;
     Register<bit<32>, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_generation;
     Register<port_bitmap_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_child_mask;
     Register<port_num_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_parent;
@@ -495,7 +519,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         meta.agg_chunks_left = hdr.coll.seg_count - meta.arch_seg_idx;
     }
     action compute_cell_tag() {
-        meta.arch_cell_tag = barrier_cell_tag(hdr.coll.epoch, meta.bar_generation);
+        meta.arch_cell_tag = cell_tag_hash.get({hdr.coll.epoch, meta.bar_generation});
     }
     action compute_epoch_distance_capped() {
         meta.bar_ahead_capped = (meta.bar_ahead < NETCOLL_BARRIER_WINDOW + 1)
@@ -530,14 +554,19 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         meta.bar_generation = generation[15:0];
 
         /* access 2: barrier_child_mask and barrier_parent; an MP write is applied when its
-         * generation is newer (generation_ahead_is_newer(mp_ahead), one test per if) */
+         * generation is newer (generation_ahead_is_newer(mp_ahead), one test per if). Its
+         * status is mp_generation_status(mp_ahead) written out in the same tests: the
+         * function's result, copied out through a temporary, cost a stage that every pass
+         * after the configuration waited for (an MP read writes mp_status too). */
         if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-            meta.mp_status = mp_generation_status(meta.mp_ahead);
-            if (meta.mp_ahead != 0) {
-                if (meta.mp_ahead[31:31] == 0) {
-                    barrier_child_mask_write.execute((bit<32>) meta.state_slot);
-                    barrier_parent_write.execute((bit<32>) meta.state_slot);
-                }
+            if (meta.mp_ahead == 0) {
+                meta.mp_status = MP_STATUS_DUPLICATE;
+            } else if (meta.mp_ahead[31:31] == 0) {
+                meta.mp_status = MP_STATUS_OK;
+                barrier_child_mask_write.execute((bit<32>) meta.state_slot);
+                barrier_parent_write.execute((bit<32>) meta.state_slot);
+            } else {
+                meta.mp_status = MP_STATUS_STALE;
             }
         } else {
             meta.bar_child_mask = barrier_child_mask_read.execute((bit<32>) meta.state_slot);
@@ -545,90 +574,31 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         }
         compute_config_operands();
 
-        /* access 3: barrier_released, its access chosen per pass (each branch sets it once,
-         * and the passes exclude each other), then one execute per program: an execute in
-         * every branch would ask for ten tables in the register's one stage, more than
-         * placement can hold. The count pass advances it only for a RELEASE from the parent
-         * (BarrierClassify's tests for BARRIER_ADVANCE's sender); the commit pass only if the
-         * slot is still this root's, under the configuration generation the completion was
-         * counted under (an MP write in between replaced it: the completion no longer stands
-         * and the packet is dropped); a reduction when it sends its instance's last RESULT
-         * down (agg_releases_epoch), after AggState. A REDUCE takes two passes: the first
-         * reads released and checks its epoch window (agg_epoch_in_window) before any slot is
-         * touched, the resubmitted one does the slot and may advance released: B3 cannot be
-         * read before AggState and advanced after it in one pass. A RESULT takes one. One
-         * test per if: a gateway reads at most 4 bytes. */
-        bit<3> released_access = RELEASED_ACCESS_NONE;
-        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-            if (meta.mp_ahead != 0) {
-                if (meta.mp_ahead[31:31] == 0) {
-                    released_access = RELEASED_ACCESS_WRITE;
-                }
-            }
-        } else if (meta.state_op == STATE_BARRIER_MP_READ) {
-            released_access = RELEASED_ACCESS_READ;
-        } else if (meta.state_op == STATE_BARRIER_EVENT) {
-            if (meta.arch_commit_pass == 1) {
-                if (meta.bar_parent == 0) {
-                    if (meta.bar_child_mask != 0) {
-                        if (meta.bar_generation == meta.arch_commit_generation) {
-                            released_access = RELEASED_ACCESS_ADVANCE; /* the commit stands */
-                        }
-                    }
-                }
-            } else {
-                compute_cell_tag();
-                if (hdr.coll.op != OP_RELEASE) {
-                    released_access = RELEASED_ACCESS_AHEAD;
-                } else if (meta.bar_parent == 0) {
-                    released_access = RELEASED_ACCESS_AHEAD;
-                } else if (meta.in_port != meta.bar_parent) {
-                    released_access = RELEASED_ACCESS_AHEAD;
-                } else if (meta.bar_child_mask == 0) {
-                    released_access = RELEASED_ACCESS_AHEAD;
-                } else {
-                    released_access = RELEASED_ACCESS_ADVANCE; /* a RELEASE from the parent */
-                }
-            }
-        } else if (meta.state_op == STATE_AGG_EVENT) {
-            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
-                /* a REDUCE's first pass: admitted, and within its window (below) */
-                window_admission.apply(hdr, meta);
-                released_access = RELEASED_ACCESS_AHEAD;
-            } else {
-                /* the reduction's slot: AggState's access blocks A1-A3 */
-                agg_state.apply(hdr, meta);
-                if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
-                    released_access = RELEASED_ACCESS_ADVANCE;
-                }
-            }
-        }
-        if (released_access == RELEASED_ACCESS_WRITE) {
-            barrier_released_write.execute((bit<32>) meta.state_slot);
-        } else if (released_access == RELEASED_ACCESS_READ) {
-            meta.bar_released = barrier_released_read.execute((bit<32>) meta.state_slot);
-        } else if (released_access == RELEASED_ACCESS_AHEAD) {
-            meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
-        } else if (released_access == RELEASED_ACCESS_ADVANCE) {
-            meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
-        }
-        compute_epoch_distance_capped();
-
-        /* access 4's index, barrier_cell_index(slot, epoch): one hash of fields set on the two
-         * paths (two hashes of one register crash p4c-barefoot 1.2.5.16, and a second call of
-         * one hash gets no control-plane API); an MP read asks about the open epoch */
-        bit<TNA_BARRIER_WINDOW_BITS> cell_low = hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-        epoch_t open_epoch = meta.bar_released + 1;
-        if (meta.state_op == STATE_BARRIER_MP_READ) {
-            cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-            meta.arch_cell_tag = barrier_cell_tag(open_epoch, meta.bar_generation);
-        }
-        bit<32> cell = barrier_cell_hash.get({meta.state_slot, cell_low});
-
-        /* the verdict, from what the accesses returned, and access 4: barrier_cells */
+        /* From here on, each pass runs to its end in a branch of its own: Tofino 1 has no
+         * long branches, so p4c-barefoot makes a gateway wait for every table before it that
+         * feeds a table in its branches. In one if/else with the barrier's passes, a
+         * reduction's slot waited for the MP read's open epoch (computed from released, for
+         * the cell index), and so for released; here it starts right after the
+         * configuration. */
         if (meta.state_op == STATE_AGG_EVENT) {
-            if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
+            /* access 3 (barrier_released) on a reduction's release pass and on a REDUCE's
+             * first pass, nothing on a slot pass; these two executes and the four of the other
+             * branch are the register's six tables */
+            if (meta.arch_release_pass == 1) {
+                /* a reduction's release pass, under the generation its slot pass saw (else an
+                 * MP write replaced the configuration: dropped, as a barrier's commit pass) */
+                if (meta.bar_generation == meta.arch_commit_generation) {
+                    meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
+                    /* the slot pass's verdict: ReduceDecide sends the RESULT down the tree */
+                    meta.agg_verdict = AGG_DISTRIBUTE;
+                } else {
+                    meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+                }
+            } else if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
                 /* a REDUCE's first pass: admitted and within its window, it goes round again */
+                window_admission.apply(hdr, meta);
+                meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+                compute_epoch_distance_capped();
                 if (meta.drop_reason == DROP_NONE) {
                     if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead,
                                              meta.bar_ahead_capped)) {
@@ -637,43 +607,121 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
                         meta.arch_resubmit = 1;
                     }
                 }
+            } else {
+                /* the reduction's slot: AggState's A1 and A2 (A3: AggLanes). The instance's
+                 * last RESULT (agg_releases_epoch) is decided here and goes out from a release
+                 * pass of its own, which advances released: an advance here would place
+                 * barrier_released, and with it every barrier's chain, after this slot's. */
+                agg_state.apply(hdr, meta);
+                if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
+                    meta.arch_release_next = 1;
+                }
             }
-        } else if (meta.state_op == STATE_BARRIER_EVENT) {
-            if (meta.arch_commit_pass == 0) {
-                classify.apply(hdr, meta);
-                if (meta.bar_verdict == BARRIER_COUNT) {
-                    meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
-                    if (meta.bar_arrived == meta.bar_child_mask) {
-                        meta.bar_complete = 1;
-                        /* A root that just completed must also advance its released epoch: a
-                         * second access to barrier_released, so the shim resubmits the
-                         * packet and the commit pass does it. */
-                        if (meta.bar_parent == 0) {
-                            meta.arch_commit_generation = meta.bar_generation;
-                            meta.arch_resubmit = 1;
-                        }
-                    } else {
-                        meta.bar_complete = 0;
+        } else {
+            /* access 3: barrier_released, its access chosen per pass (each branch sets it
+             * once, and the passes exclude each other), then one execute per program: an
+             * execute in every branch would ask for ten tables in the register's one stage,
+             * more than placement can hold. The count pass advances it only for a RELEASE
+             * from the parent (BarrierClassify's tests for BARRIER_ADVANCE's sender); the
+             * commit pass only if the slot is still this root's, under the configuration
+             * generation the completion was counted under (an MP write in between replaced
+             * it: the completion no longer stands and the packet is dropped). One test per
+             * if: a gateway reads at most 4 bytes. */
+            bit<3> released_access = RELEASED_ACCESS_NONE;
+            if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+                if (meta.mp_ahead != 0) {
+                    if (meta.mp_ahead[31:31] == 0) {
+                        released_access = RELEASED_ACCESS_WRITE;
                     }
                 }
-            } else if (released_access != RELEASED_ACCESS_ADVANCE) {
-                /* the completion no longer stands (see access 3) */
-                meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
-            } else if (epoch_distance_after(meta.bar_ahead)) {
-                /* this pass released the epoch: BarrierDecide sends RELEASE down the tree */
-                meta.bar_verdict = BARRIER_COUNT;
-                meta.bar_complete = 1;
-            } else {
-                /* a duplicate completion raced this one: answer it as a released epoch */
-                meta.bar_verdict = BARRIER_ANSWER_RELEASE;
+            } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+                released_access = RELEASED_ACCESS_READ;
+            } else if (meta.state_op == STATE_BARRIER_EVENT) {
+                if (meta.arch_commit_pass == 1) {
+                    if (meta.bar_parent == 0) {
+                        if (meta.bar_child_mask != 0) {
+                            if (meta.bar_generation == meta.arch_commit_generation) {
+                                released_access = RELEASED_ACCESS_ADVANCE; /* it stands */
+                            }
+                        }
+                    }
+                } else {
+                    compute_cell_tag();
+                    if (hdr.coll.op != OP_RELEASE) {
+                        released_access = RELEASED_ACCESS_AHEAD;
+                    } else if (meta.bar_parent == 0) {
+                        released_access = RELEASED_ACCESS_AHEAD;
+                    } else if (meta.in_port != meta.bar_parent) {
+                        released_access = RELEASED_ACCESS_AHEAD;
+                    } else if (meta.bar_child_mask == 0) {
+                        released_access = RELEASED_ACCESS_AHEAD;
+                    } else {
+                        released_access = RELEASED_ACCESS_ADVANCE; /* a RELEASE from the parent */
+                    }
+                }
             }
-        } else if (meta.state_op == STATE_BARRIER_MP_READ) {
-            hdr.mp.aux = barrier_cell_read_arrivals.execute(cell); /* the open epoch's */
-            hdr.mp.children = meta.bar_child_mask;
-            hdr.mp.parent_port = meta.bar_parent;
-            hdr.mp.generation = generation;
-            hdr.mp.epoch = meta.bar_released;
-            meta.mp_status = MP_STATUS_OK;
+            if (released_access == RELEASED_ACCESS_WRITE) {
+                barrier_released_write.execute((bit<32>) meta.state_slot);
+            } else if (released_access == RELEASED_ACCESS_READ) {
+                meta.bar_released = barrier_released_read.execute((bit<32>) meta.state_slot);
+            } else if (released_access == RELEASED_ACCESS_AHEAD) {
+                meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
+            } else if (released_access == RELEASED_ACCESS_ADVANCE) {
+                meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
+            }
+            compute_epoch_distance_capped();
+
+            /* access 4's index, barrier_cell_index(slot, epoch): one hash of fields set on
+             * the two paths (two hashes of one register crash p4c-barefoot 1.2.5.16, and a
+             * second call of one hash gets no control-plane API); an MP read asks about the
+             * open epoch */
+            bit<TNA_BARRIER_WINDOW_BITS> cell_low =
+                hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+            epoch_t open_epoch = meta.bar_released + 1;
+            if (meta.state_op == STATE_BARRIER_MP_READ) {
+                cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+                meta.arch_cell_tag = open_cell_tag_hash.get({open_epoch, meta.bar_generation});
+            }
+            bit<32> cell = barrier_cell_hash.get({meta.state_slot, cell_low});
+
+            /* the verdict, from what the accesses returned, and access 4: barrier_cells */
+            if (meta.state_op == STATE_BARRIER_EVENT) {
+                if (meta.arch_commit_pass == 0) {
+                    classify.apply(hdr, meta);
+                    if (meta.bar_verdict == BARRIER_COUNT) {
+                        meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
+                        if (meta.bar_arrived == meta.bar_child_mask) {
+                            meta.bar_complete = 1;
+                            /* A root that just completed must also advance its released
+                             * epoch: a second access to barrier_released, so the shim
+                             * resubmits the packet and the commit pass does it. */
+                            if (meta.bar_parent == 0) {
+                                meta.arch_commit_generation = meta.bar_generation;
+                                meta.arch_resubmit = 1;
+                            }
+                        } else {
+                            meta.bar_complete = 0;
+                        }
+                    }
+                } else if (released_access != RELEASED_ACCESS_ADVANCE) {
+                    /* the completion no longer stands (see access 3) */
+                    meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+                } else if (epoch_distance_after(meta.bar_ahead)) {
+                    /* this pass released the epoch: BarrierDecide sends RELEASE down */
+                    meta.bar_verdict = BARRIER_COUNT;
+                    meta.bar_complete = 1;
+                } else {
+                    /* a duplicate completion raced this one: answer it as a released epoch */
+                    meta.bar_verdict = BARRIER_ANSWER_RELEASE;
+                }
+            } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+                hdr.mp.aux = barrier_cell_read_arrivals.execute(cell); /* the open epoch's */
+                hdr.mp.children = meta.bar_child_mask;
+                hdr.mp.parent_port = meta.bar_parent;
+                hdr.mp.generation = generation;
+                hdr.mp.epoch = meta.bar_released;
+                meta.mp_status = MP_STATUS_OK;
+            }
         }
     }
 }
@@ -689,6 +737,20 @@ struct ack_cum_halves_t {
  * ack_merge table, not from registers. */
 control AckState(inout headers_t hdr, inout coll_meta_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) ack_cell_hash;
+    /* The cell tags (ack_cell_tag here, barrier_cell_tag in BarrierState: the fields one after
+     * the other) come out of the hash unit as one word: concatenated in an action, the tag is
+     * sliced where its pieces are (seg_idx[2:0] is in the cell index, so [2:0] and [7:3]), and
+     * the backtracking PHV allocation put two slices of one byte in two containers, which a
+     * stateful ALU's input crossbar cannot read ("could not fit within the input crossbar by
+     * itself", all four cell registers' tables, p4c-barefoot 1.2.5.16). */
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) ack_tag_hash;
+    /* ack_cell_tag(epoch, generation, seg_idx), in an action, a table of its own: with the
+     * index's hash in one table the two 32-bit hash outputs did not fit one table's input
+     * crossbar ("could not fit within the input crossbar by itself") */
+    action compute_ack_cell_tag() {
+        meta.arch_cell_tag = ack_tag_hash.get({hdr.coll.epoch, meta.ack_generation,
+                                               hdr.coll.seg_idx[7:0]});
+    }
     Register<barrier_cell_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cells;
     Register<ack_cum_halves_t, bit<32>>(NETCOLL_ACK_CELLS, {0, 0}) ack_cums;
 
@@ -725,7 +787,7 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
         bit<32> cell_index = ack_cell_hash.get({meta.ack_slot,
                                                 hdr.coll.seg_idx[TNA_ACK_WINDOW_BITS - 1:0]});
         /* access K1: ack_cells */
-        meta.arch_cell_tag = ack_cell_tag(hdr.coll.epoch, meta.ack_generation, hdr.coll.seg_idx);
+        compute_ack_cell_tag();
         meta.ack_previous = ack_cell_merge.execute(cell_index);
         /* access K2: ack_cums */
         meta.ack_cum = ack_cum_lowest.execute(cell_index);

@@ -99,6 +99,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         meta.agg_previous = agg_arrivals_before(meta.agg_relation, stored);
         meta.missing_after = meta.bar_child_mask ^ (meta.agg_previous | meta.in_port_bit);
         meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
+        meta.agg_result_known = meta.agg_previous & AGG_RESULT_KNOWN;
         agg_arrived.write(meta.agg_slot,
             agg_is_ask(hdr.coll.op, meta.in_port_bit, meta.bar_child_mask) ? stored
             : agg_arrivals_after(hdr.coll.op, meta.agg_relation, stored, meta.in_port_bit,

@@ -143,6 +143,12 @@ def test_tables_hold_what_p4runtime_writes_on_v1model(
         assert bfrt_rows.get(key) == dict(entry.action.args), key
 
 
+def test_release_pass_steers_to_the_state_pipe(plan: PortPlan, entries: list[BfrtEntry]) -> None:
+    (steer,) = by_table(entries, bfrt.table(bfrt.STATE_PIPE_STEER_PORT))
+    assert steer.operation == "set_default"
+    assert steer.data == {"dev_port": plan.steer_port}
+
+
 def test_shim_port_maps(plan: PortPlan, entries: list[BfrtEntry]) -> None:
     dev_map = {e.key["port"]: e.data for e in by_table(entries, bfrt.table(bfrt.DEV_PORT_MAP))}
     assert dev_map == {p: {"dev_port": d} for p, d in plan.dev_ports.items()}
@@ -422,5 +428,6 @@ def test_push_writes_entries_in_order_through_bfrt_grpc(entries: list[BfrtEntry]
     assert {c[1] for c in defaults} == {
         bfrt.table(bfrt.SWITCH_IDENTITY),
         bfrt.table(bfrt.MP_REPLICATION),
+        bfrt.table(bfrt.STATE_PIPE_STEER_PORT),
     }
     assert {c[0] for c in info.calls if c[1].endswith(".barrier_released")} == {"mod"}

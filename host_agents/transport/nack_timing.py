@@ -25,6 +25,7 @@ from collections.abc import Callable
 from controller.wire import Flag
 from host_agents.transport.config import EngineConfig, EngineStats
 from host_agents.transport.keys import McastKey
+from host_agents.transport.rtt import RttEstimate
 
 # segments asked for and not yet settled (their original has not arrived) that are remembered
 ASKED_MEMORY = 4096
@@ -32,8 +33,6 @@ ASKED_MEMORY = 4096
 # for milliseconds; a real gap must not wait much longer than a round trip)
 GAP_WAIT_LIMIT = 8
 TAIL, GAP = "tail", "gap"
-# weight of a new sample in the mean time a NACK takes to be answered (as TCP's SRTT)
-ANSWER_GAIN = 0.125
 
 
 class NackTiming:
@@ -43,7 +42,8 @@ class NackTiming:
         self.cfg = cfg
         self.stats = stats
         self.clock = clock
-        self.answer_time: float | None = None  # mean time from a first ask to its repair
+        # the time from a first ask to its repair, smoothed as a round trip (its srtt)
+        self._answers = RttEstimate(rto=cfg.rto_initial)
         self.tail_quiet = cfg.tail_delay  # the silence after which a stalled tail is asked for
         self.gap_wait = cfg.nack_delay  # the longest random wait before a gap is asked for
         # (message, segment) -> (kind of NACK that asked for it, whether a repair came first,
@@ -81,18 +81,19 @@ class NackTiming:
             self._learn(kind, premature=True)
             self.stats.premature_nacks += 1
 
+    @property
+    def answer_time(self) -> float | None:
+        """The mean time from a first ask to its repair; None before any was answered."""
+        return self._answers.srtt or None
+
     def retry_after(self) -> float:
         """How long after a NACK it is asked again if nothing came: twice the mean answer,
         at least four NACK delays, at most the longest RTO."""
-        answer = 2 * self.answer_time if self.answer_time is not None else 0.0
+        answer = 2 * self._answers.srtt
         return min(self.cfg.rto_max, max(4 * self.cfg.nack_delay, answer))
 
     def _answered(self, took: float) -> None:
-        took = min(max(took, 0.0), self.cfg.rto_max)
-        if self.answer_time is None:
-            self.answer_time = took
-        else:
-            self.answer_time += ANSWER_GAIN * (took - self.answer_time)
+        self._answers.sample(min(max(took, 0.0), self.cfg.rto_max), self.cfg)
 
     def _learn(self, kind: str, *, premature: bool) -> None:
         cfg = self.cfg

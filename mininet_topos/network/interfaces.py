@@ -25,10 +25,15 @@ ENGINE_TIMERS = (
     "coroot_probe_delay",
     "peer_timeout",
     "resend_ask_delay",
+    "barrier_echo_rto",
     "barrier_rto",
+    "barrier_stagger",
     "barrier_rto_max",
+    "barrier_patient_rto",
     "reduce_rto_max",
+    "reduce_stagger",
     "early_idle_timeout",
+    "early_complete_timeout",
     "comm_linger",
     "stamp_unit",  # so the root's send stamps span its longer round trips (transport/stamps.py)
 )

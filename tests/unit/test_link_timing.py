@@ -40,6 +40,22 @@ def test_every_timer_stretches_by_the_scale_and_nothing_else_changes() -> None:
     CommOptions(**comm)
 
 
+# EngineConfig's fields that are not durations: nothing else may be left unstretched
+NOT_TIMERS = {"cwnd_initial", "cwnd_max"}
+
+
+def test_every_duration_of_the_engine_is_stretched() -> None:
+    # the barrier's echo timer and stagger and the reduction's stagger were added after the
+    # list and left out: on 404 kb/s links a rank resent its ARRIVE every 50 ms, doubling,
+    # while one frame took 178 ms to cross (make reproduce --dilation 100000)
+    durations = {
+        name
+        for name, value in ((n, getattr(EngineConfig(), n)) for n in EngineConfig.__slots__)
+        if isinstance(value, float)
+    }
+    assert durations - NOT_TIMERS == set(ENGINE_TIMERS)
+
+
 def test_stretched_stamps_measure_round_trips_past_the_default_span() -> None:
     unit = 1e-4 * 36  # a 2 Mb/s network's stamp tick
     sent = 100.0

@@ -93,11 +93,7 @@ class ArriveResends:
             return
         self.ordered_delay = self.turn
         self.delay = min(self.delay, self.turn)
-        loop = self.endpoint.loop
-        if self.timer is not None:
-            self.timer.cancel()
-        due = max(loop.time(), self.last_sent + self.delay)
-        self.timer = loop.call_at(min(due, self.deadline), self._expire)
+        self._arm(since=self.last_sent)
 
     def asked(self) -> None:
         """The switch is at this epoch and has not recorded this rank: resend now, unless it
@@ -108,11 +104,14 @@ class ArriveResends:
         if self.endpoint.loop.time() - self.last_sent >= cfg.barrier_echo_rto / 2:
             self._expire()
 
-    def _arm(self) -> None:
+    def _arm(self, since: float | None = None) -> None:
+        """Resend ``delay`` after ``since`` (default: now), never past the deadline."""
         loop = self.endpoint.loop
         if self.timer is not None:
             self.timer.cancel()
-        self.timer = loop.call_at(min(loop.time() + self.delay, self.deadline), self._expire)
+        now = loop.time()
+        due = max(now, (now if since is None else since) + self.delay)
+        self.timer = loop.call_at(min(due, self.deadline), self._expire)
 
     def _expire(self) -> None:
         if self.waiter.done():

@@ -133,6 +133,11 @@ def held_us(seconds: float | None) -> int:
     return HELD_UNKNOWN if seconds is None else min(int(seconds * 1e6), HELD_UNKNOWN - 1)
 
 
+def held_seconds(field: int) -> float | None:
+    """A msg_len hold time back in seconds (None: HELD_UNKNOWN)."""
+    return None if field == HELD_UNKNOWN else field / 1e6
+
+
 def unpack_lanes(payload: bytes | memoryview) -> list[int]:
     """The signed 32-bit lanes of a REDUCE/RESULT payload."""
     if len(payload) % 4:

@@ -4,12 +4,11 @@ and receive *messages* named by (peer, communicator, epoch, tag) or (root, commu
 epoch, tree); the engine segments them to the MTU and makes them reliable. Each protocol lives
 in its own module under ``host_agents/transport/``: ``unicast`` (per-message window,
 per-peer AIMD, SACK, RTO with backoff); ``multicast_root`` (the switch replicates, the root
-keeps a window over its slowest group); ``multicast_receiver``
-(delayed ACKs, randomly delayed NACKs); ``aggregation`` (a co-root per dragonfly group merges
-its group's ACKs and NACKs, [IB-mcast]); ``publish`` (multicast without ACKs, for allgather);
-``barrier`` (ARRIVE resent until a RELEASE covers its epoch); ``queue_wait`` (silences that
-queues explain); ``inbox`` and ``early`` (messages being received, and those nobody asked for
-yet).
+keeps a window over its slowest group); ``multicast_receiver`` (delayed ACKs, randomly
+delayed NACKs); ``aggregation`` (a co-root per dragonfly group merges its group's ACKs and
+NACKs, [IB-mcast]); ``publish`` (multicast without ACKs, for allgather); ``barrier`` (ARRIVE
+resent until a RELEASE covers its epoch); ``queue_wait`` (silences that queues explain);
+``inbox`` and ``early`` (messages being received, and those nobody asked for yet).
 
 This module keeps what they share: the port, frame dispatch, the sender checks
 (:mod:`host_agents.entitlement`), counters, drops, and communicators' lifecycle. A message
@@ -47,7 +46,7 @@ from host_agents.transport.multicast_receiver import MulticastReceiver
 from host_agents.transport.multicast_root import MulticastRoots
 from host_agents.transport.probes import Probes
 from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests
-from host_agents.transport.queue_delay import QueueDelay
+from host_agents.transport.queue_delay import QUEUED_OPS, QueueDelay
 from host_agents.transport.switch_reduce import SwitchReduce
 from host_agents.transport.unicast import Unicast
 
@@ -87,7 +86,7 @@ class Engine:
         self.plan = plan
         self.rng = random.Random(seed if seed is not None else node_id)
         self.stats = EngineStats()
-        self.last_heard = self.loop.time()  # the newest frame's arrival (Endpoint.last_heard)
+        self.last_heard = self.loop.time()  # the newest queued frame (Endpoint.last_heard)
         self.queue_delay = QueueDelay(self.cfg.stamp_unit, self.cfg.rto_max / 2)
         self.mac = directory.macs.get(node_id, b"\x02" + b"\x00" * 5)
         self.entitled = Entitlement(node_id, directory, plan)
@@ -194,7 +193,7 @@ class Engine:
     def _accepts_early(self, comm: int, epoch: int) -> bool:
         if comm not in self.directory.comms or comm in self._closing:
             return False
-        return self._epochs.accepts_early(comm, epoch)
+        return self._epochs.accepts_early(comm, epoch, len(self.directory.comms[comm]))
 
     @property
     def early_bytes_held(self) -> int:
@@ -273,11 +272,11 @@ class Engine:
         """An ACK for a multicast this node roots or aggregates (its own progress included)."""
         key = McastKey.of(ack)
         if ack.flags & Flag.DUPLICATE and ack.root_node == self.node:
-            held = None if ack.msg_len == wire.HELD_UNKNOWN else ack.msg_len / 1e6
-            self._roots.on_duplicate(key, ack.seg_idx, held)
+            self._roots.on_duplicate(key, ack.seg_idx, wire.held_seconds(ack.msg_len))
         # only a switch-merged ACK echoes a send stamp (the receivers' own, passed on unchanged)
         merged = (ack.seg_idx, ack.seg_count, ack.stamp) if ack.flags & Flag.MERGE else None
-        if self._roots.on_ack(key, ack.src_node, ack.seq, merged):
+        held = 0 if ack.flags & (Flag.DUPLICATE | Flag.MERGE) else ack.msg_len  # a co-root's
+        if self._roots.on_ack(key, ack.src_node, ack.seq, merged, held_us=held):
             return
         if ack.root_node == self.node:
             return  # a late ACK for a multicast this node finished rooting
@@ -319,13 +318,14 @@ class Engine:
 
     def _on_frame(self, frame: bytes) -> None:
         self.stats.frames_received += 1
-        self.last_heard = self.loop.time()
         try:
             parsed = wire.parse_frame(frame)
         except wire.WireError as exc:
             self.drop(f"malformed frame: {exc}", None)
             return
         hdr, payload = parsed.hdr, parsed.payload
+        if hdr.op in QUEUED_OPS:
+            self.last_heard = self.loop.time()
         if hdr.src_node == self.node:
             return  # our own frame reflected back (kernels without PACKET_IGNORE_OUTGOING)
         op = hdr.op

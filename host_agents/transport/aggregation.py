@@ -48,6 +48,7 @@ class Aggregator:
         # (member asked for, or 0 for the co-root itself; first segment of a range) -> when
         self.forwarded: dict[tuple[int, int], float] = {}
         self.probe: asyncio.TimerHandle | None = None  # repairs unasked: see CoRoots
+        self.probe_wait = 0.0  # the wait before the next probe (doubles: CoRoots._probe)
         self.complete_at: float | None = None  # when this co-root's own copy completed
         self.repaired: dict[tuple[int, int], float] = {}  # (member, segment) -> when
         self.relayed: dict[int, float] = {}  # member -> when a relay last went to it
@@ -142,8 +143,8 @@ class CoRoots:
         now = self.loop.time()
         if member == self.endpoint.node and cum >= ack.seg_count and agg.probe is None:
             agg.complete_at = now
-            delay = self._probe_delay()
-            agg.probe = self.loop.call_later(delay, self._probe, key, ack.seg_count)
+            agg.probe_wait = self._probe_delay()
+            agg.probe = self.loop.call_later(agg.probe_wait, self._probe, key, ack.seg_count)
         elif cum >= ack.seg_count and not repeated and agg.complete_at is not None:
             self.member_lag += (max(0.0, now - agg.complete_at) - self.member_lag) / 8
         if merged >= ack.seg_count:
@@ -153,7 +154,9 @@ class CoRoots:
             self._aggregated[key] = (merged, self.loop.time())
             while len(self._aggregated) > self.cfg.completed_memory:
                 self._aggregated.popitem(last=False)
-            self._report_upstream(key, merged, agg.upstream)
+            # how long the members kept us waiting: the root's round trip leaves it out
+            held = 0.0 if agg.complete_at is None else max(0.0, now - agg.complete_at)
+            self._report_upstream(key, merged, agg.upstream, held)
         elif merged > agg.reported:
             if agg.timer is None:
                 agg.timer = self.loop.call_later(self.cfg.ack_delay, self._report_merged, key)
@@ -215,8 +218,11 @@ class CoRoots:
         agg.reported_at = self.loop.time()
         self._report_upstream(key, agg.reported, agg.upstream)
 
-    def _report_upstream(self, key: McastKey, cum: int, upstream: int) -> None:
-        ack = key.feedback(Op.ACK, self.endpoint.node, upstream, seq=cum)
+    def _report_upstream(self, key: McastKey, cum: int, upstream: int, held: float = 0.0) -> None:
+        """``held``: seconds since this node's own copy completed (msg_len, microseconds)."""
+        ack = key.feedback(
+            Op.ACK, self.endpoint.node, upstream, seq=cum, msg_len=wire.held_us(held)
+        )
         self.endpoint.send_frame(self.endpoint.directory.mac(upstream), ack, NO_SACK)
         self.endpoint.stats.acks_sent += 1
 
@@ -291,8 +297,10 @@ class CoRoots:
         if agg is None:
             return
         agg.probe = None
+        behind = False
         for member, cum in agg.cum.items():
             if cum < seg_count:
+                behind = True
                 # one segment only: a member that lost everything then knows of the message
                 # and asks for the rest; one that is merely slow (most, on a loaded host)
                 # costs one duplicate, not the whole message again. Its first missing one if
@@ -301,6 +309,12 @@ class CoRoots:
                 # alone is the tail, which no later segment showed it was missing
                 seg = cum if cum else seg_count - 1
                 self._repair_or_ask_root(key, agg, member, [(seg, 1)])
+        if behind:
+            # the probe or its answer may be lost too: look again, twice as patient. Probed
+            # once, a member whose probe a loaded switch dropped waited for the root's
+            # timeout (every rank rooting 1 B on the dilated links: minutes per operation)
+            agg.probe_wait = min(2 * agg.probe_wait, self.cfg.rto_max)
+            agg.probe = self.loop.call_later(agg.probe_wait, self._probe, key, seg_count)
 
     def filled(self, key: McastKey, seg: int) -> None:
         """Segment ``seg`` of ``key`` arrived here new: the members that asked for it while

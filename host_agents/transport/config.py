@@ -112,6 +112,7 @@ class EngineConfig:
     # Early data (a message that arrives before its receiver asks for it) is accepted for
     # epochs this far from the newest the rank started: nonblocking and persistent
     # collectives overlap a few instances, not hundreds; senders beyond it retransmit later.
+    # A communicator whose every member roots one at once opens more (transport/epochs.py)
     epochs_ahead: int = 64
     max_message: int = 1 << 30
     # memory that messages nobody has asked for yet may take, counted by what arrived (never

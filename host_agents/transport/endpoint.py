@@ -49,9 +49,10 @@ class Endpoint(Protocol):
 
     @property
     def last_heard(self) -> float:
-        """Loop time of the newest frame this host received, whatever it was: while it is
-        recent, the host's own link is still delivering, so queues, not losses, may explain
-        a silence (:mod:`host_agents.transport.queue_wait`)."""
+        """Loop time of the newest frame this host received that crossed the network's
+        queues (data, ACK or NACK: ``queue_delay.QUEUED_OPS``): while it is recent, the
+        host's own link is still delivering, so queues, not losses, may explain a silence
+        (:mod:`host_agents.transport.queue_wait`)."""
         ...
 
     def send_frame(

@@ -6,6 +6,10 @@ from __future__ import annotations
 from controller import wire
 from host_agents.transport.config import EngineConfig
 
+# the widest early window: a quarter of the 16-bit epoch space, so an epoch ahead and one
+# behind are never confused (serial arithmetic)
+EPOCH_WINDOW_MAX = 1 << 14
+
 
 class Epochs:
     def __init__(self, cfg: EngineConfig) -> None:
@@ -25,11 +29,16 @@ class Epochs:
     def finished(self, comm: int, epoch: int) -> None:
         self._open.get(comm, set()).discard(epoch)
 
-    def accepts_early(self, comm: int, epoch: int) -> bool:
+    def accepts_early(self, comm: int, epoch: int, members: int) -> bool:
         """Every unfinished collective, however many are open ([Ragasa]'s all-roots
         experiment starts 72 at once, and data of the oldest arrives before its receive is
-        posted), and any within ``epochs_ahead`` of the newest started."""
+        posted), and any within the window of the newest started: ``epochs_ahead``, or two
+        operations of every member rooting one if that is more. A rank that has not started
+        an all-roots operation yet gets its last roots' data 72 epochs ahead: refused, the
+        data was never acknowledged and its roots' stretched timeouts stalled [Ragasa]'s 1 B
+        cell for minutes on the dilated links (make reproduce --dilation 100000)."""
         if epoch in self._open.get(comm, ()):
             return True
+        window = min(max(self.cfg.epochs_ahead, 2 * members), EPOCH_WINDOW_MAX)
         ahead = wire.serial_diff(epoch, self._newest.get(comm, 0))
-        return -self.cfg.epochs_ahead <= ahead <= self.cfg.epochs_ahead
+        return -window <= ahead <= window

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 
+from controller import wire
 from controller.wire import Flag
 from host_agents.plans import McastPlan
 from host_agents.transport.config import PeerTimeout
@@ -24,7 +25,7 @@ from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.merged_claims import claim_refusal
 from host_agents.transport.messages import Source, segment_bounds
 from host_agents.transport.nack_bounds import asker_unit, lacking
-from host_agents.transport.queue_wait import link_busy
+from host_agents.transport.queue_wait import link_busy, queue_allowance
 from host_agents.transport.rtt import RttEstimate
 from host_agents.transport.stamps import NO_STAMP, echoed_round_trip
 
@@ -253,11 +254,15 @@ class MulticastRoots:
         root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
 
     def _queue_explains(self, root: McastRoot, waited: float) -> bool:
-        """Does a queue explain a root's silence? Its host heard frames since
-        the timer was set (it is a receiver of the others' traffic too), and the wait is under
-        the tree's RTO cap (:mod:`host_agents.transport.queue_wait`)."""
+        """Does a queue explain a root's silence? Its host heard frames within one of the
+        tree's RTOs, not backed off (it is a receiver of the others' traffic too: a queue
+        still draining), and the wait is under the tree's RTO cap
+        (:mod:`host_agents.transport.queue_wait`). Within the backed-off RTO, every frame
+        of minutes past counted: on the dilated links a rank's periodic barrier resends kept
+        a root whose 1 B broadcast went unacknowledged silent until its cap, 356 s."""
         now = self.loop.time()
-        return waited < root.rto_max and link_busy(self.endpoint, now, root.rto)
+        recent = root.rtt.rto + queue_allowance(self.endpoint, now)
+        return waited < root.rto_max and link_busy(self.endpoint, now, recent)
 
     def _behind(self, root: McastRoot, first: int) -> list[int]:
         """The nodes whose reports hold the root at ``first``: co-roots, direct receivers, or
@@ -280,11 +285,13 @@ class MulticastRoots:
         member: int,
         cum: int,
         merged: tuple[int, int, int] | None = None,
+        held_us: int = 0,
     ) -> bool:
         """An ACK (merged by a co-root or the switches, or from a member of the root's own
         group; a switch-merged one has ``merged`` = its (checkpoint, seg_count, echo of the
-        stamp of the copy that prompted it)); False when this node roots no multicast
-        ``key``."""
+        stamp of the copy that prompted it); a co-root's says in ``held_us`` how long it
+        waited for its members after its own copy was complete); False when this node roots
+        no multicast ``key``."""
         root = self._roots.get(key)
         if root is None:
             return False
@@ -306,13 +313,16 @@ class MulticastRoots:
                 return True
             echo = root.stamps.echo_for(echo, checkpoint, root.seg_count, every)
         if member in root.cum:
-            self._ack(root, member, cum, echo)
+            held = wire.held_seconds(held_us) or 0.0
+            self._ack(root, member, cum, echo, held)
         elif root.group is not None:  # a member of the root's own group
             root.group.merge(member, cum)
             self._ack(root, self.endpoint.node, min(root.group.cum.values()))
         return True
 
-    def _ack(self, root: McastRoot, source: int, cum: int, echo: int = NO_STAMP) -> None:
+    def _ack(
+        self, root: McastRoot, source: int, cum: int, echo: int = NO_STAMP, held: float = 0.0
+    ) -> None:
         # an ended multicast (failed, or its communicator freed) is forgotten only once its
         # done callbacks run: ACKs arriving before then change nothing
         if root.done.done() or source not in root.cum or cum <= root.cum[source]:
@@ -322,7 +332,7 @@ class MulticastRoots:
         if root.slowest > before:
             now = self.loop.time()
             root.last_progress = now
-            sample = self._round_trip(root, now, echo)
+            sample = self._round_trip(root, now, echo, held)
             if sample is not None:
                 root.rtt.sample(sample, self.cfg)
             root.backoff = 1.0
@@ -334,18 +344,24 @@ class MulticastRoots:
         else:
             self._pump(root)
 
-    def _round_trip(self, root: McastRoot, now: float, echo: int) -> float | None:
+    def _round_trip(
+        self, root: McastRoot, now: float, echo: int, held: float = 0.0
+    ) -> float | None:
         """The round trip an ACK that advanced ``root`` measures: from the echoed stamp of
         the copy that prompted it, whichever transmission that was; without an echo, from the
-        newest acknowledged segment's transmission if it went out only once (Karn's rule)."""
+        newest acknowledged segment's transmission if it went out only once (Karn's rule),
+        less the time a co-root ``held`` its report for its members. Members recovering
+        from losses are no round trip: counted in, a report that waited 100 s for a lost
+        member ACK made the tree's RTO its cap (356 s on the dilated links), and the next
+        loss on the tree waited that long."""
         echoed = echoed_round_trip(now, echo, root.created, self.cfg.stamp_unit)
         if echoed is not None:
             return echoed
         newest = root.slowest - 1
         sent = root.sent_at.get(newest)
-        if sent is None or newest in root.last_repair:
+        if sent is None or newest in root.last_repair or now - sent <= held:
             return None
-        return now - sent
+        return now - sent - held
 
     def on_nack(
         self, key: McastKey, ranges: list[tuple[int, int]], requester: int | None = None

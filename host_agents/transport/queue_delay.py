@@ -6,10 +6,16 @@ from __future__ import annotations
 import collections
 
 from controller import wire
+from controller.wire import Op
 from host_agents.transport.stamps import NO_STAMP
 
 # roots whose least one-way offset is kept (the oldest forgotten first)
 BASE_MEMORY = 4096
+# frames that cross the network's queues: their arrival shows a host's link still delivering
+# (Endpoint.last_heard). Not the barrier's and reductions' answers from its own switch: a
+# rank's periodic ARRIVE resends, each echoed, kept roots "hearing" their links and silent
+# until their RTO cap while a 1 B broadcast went unacknowledged (356 s on the dilated links)
+QUEUED_OPS = frozenset((Op.MCAST, Op.UNICAST, Op.ACK, Op.NACK))
 
 
 def _signed(ticks: int) -> int:

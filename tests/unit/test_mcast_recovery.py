@@ -267,6 +267,31 @@ def test_a_lost_final_ack_is_recovered_without_the_root() -> None:
     assert stats[coroot].coroot_repairs >= 1
 
 
+def test_a_member_whose_probe_was_lost_too_is_probed_again_without_the_root() -> None:
+    """A member loses the broadcast, and then its co-root's probe too (a loaded switch drops
+    both): the co-root probes again, and the root never times out. Probed once, the member
+    waited for the root's timeout (every rank rooting 1 B on the dilated links)."""
+    member, coroot = remote_member()
+    probes = 0
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        nonlocal probes
+        hdr = wire.parse_frame(frame).hdr
+        if link != to_host(member):
+            return False
+        if data_segment()(hdr):
+            return True
+        if hdr.flags & wire.Flag.REPAIR and hdr.src_node == coroot:
+            probes += 1
+            return probes == 1
+        return False
+
+    seconds, cluster = broadcast(drop_if)
+    assert seconds < BOUND
+    assert probes >= 2, "the co-root probed the silent member again"
+    assert root_stats(cluster)["mcast_retransmissions"] == 0
+
+
 def test_a_lost_final_ack_is_recovered_by_the_root_when_the_coroot_kept_no_copy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -239,3 +239,39 @@ def test_back_to_back_broadcasts_keep_at_most_a_window_unacknowledged_on_the_tre
             assert got == data
 
     asyncio.run(asyncio.wait_for(body(), 60))
+
+
+@pytest.mark.parametrize(
+    ("held_us", "srtt"), [(0, 0.05), (40_000, 0.01), (10**9, None)], ids=["none", "held", "lie"]
+)
+def test_the_roots_round_trip_leaves_out_what_a_coroot_held_for_its_members(
+    held_us: int, srtt: float | None
+) -> None:
+    """A co-root reports 50 ms after the root sent, 40 ms of which it waited for a member's
+    ACK: the tree's round trip is 10 ms. Counted in, a report that waited 100 s for a lost
+    member made the tree's RTO its cap (356 s on the dilated links). A co-root claiming a
+    wait longer than the whole round trip gives no sample at all."""
+
+    def drop_if(link: tuple[int, int], frame: bytes) -> bool:
+        return wire.parse_frame(frame).hdr.op in (wire.Op.ACK, wire.Op.NACK)
+
+    async def body() -> None:
+        cluster = cluster_of("coroots", Faults(drop_if=drop_if))
+        root = cluster.comms[0]
+        roots = root.engine._roots
+        await root.ibcast(message(), 0, algorithm="innet").wait()
+        [(key, multicast)] = list(roots._roots.items())
+        sent = multicast.sent_at[multicast.seg_count - 1]
+        coroot = next(s for s in multicast.cum if s != root.engine.node)
+        for source in multicast.cum:  # every other source complete: the co-root is last
+            if source != coroot:
+                multicast.cum[source] = multicast.seg_count
+        await asyncio.sleep(max(0.0, sent + 0.05 - asyncio.get_running_loop().time()))
+        assert roots.on_ack(key, coroot, multicast.seg_count, held_us=held_us)
+        rtt = roots._rtt[(key.comm, key.tree)]
+        if srtt is None:
+            assert rtt.srtt == 0.0, "a lie bigger than the round trip gave a sample"
+        else:
+            assert rtt.srtt == pytest.approx(srtt, abs=0.01)
+
+    asyncio.run(asyncio.wait_for(body(), 30))

@@ -29,6 +29,7 @@ from host_agents.transport.queue_delay import QueueDelay
 from host_agents.transport.queue_wait import link_busy, silence_is_loss
 from host_agents.transport.stamps import send_stamp
 from tests.fabric import Cluster, Faults
+from tests.unit.test_transport import COMM, ME, ROOTS, recording_engine
 
 pytestmark = pytest.mark.unit
 
@@ -86,6 +87,47 @@ def test_a_merged_root_waits_while_its_link_delivers_then_probes_with_its_newest
         await asyncio.sleep(16 * RTO)
         assert host.resent()[:1] == [SEGMENTS - 1]
         assert set(host.resent()) == {SEGMENTS - 1}
+
+    asyncio.run(asyncio.wait_for(body(), 10))
+
+
+def test_a_root_resends_once_data_paused_for_one_rto_however_long_it_backed_off() -> None:
+    """Data arrives for a while (the root backs off, looking again later), then only now and
+    then, every 3 RTOs: no queue draining, and the root resends well before its cap (100
+    RTOs here). Counting any arrival within the backed-off RTO kept a root silent until its
+    cap: on the dilated links, 356 s."""
+
+    async def body() -> None:
+        host = RootHost(asyncio.get_running_loop())
+        merged_multicast(host)
+        for _ in range(16):  # steady arrivals: backed off several times
+            host.last_heard = host.loop.time()
+            await asyncio.sleep(RTO / 2)
+        assert host.resent() == []
+        for _ in range(12):  # then a stray frame every 3 RTOs, for 36 RTOs
+            await asyncio.sleep(3 * RTO)
+            host.last_heard = host.loop.time()
+        assert host.resent(), "the root stayed silent amid stray arrivals"
+
+    asyncio.run(asyncio.wait_for(body(), 10))
+
+
+def test_only_frames_that_cross_the_networks_queues_show_a_link_delivering() -> None:
+    """A rank's own switch echoes its periodic ARRIVE resends: that is no queue draining
+    elsewhere, and it must not hold a root's timeout back (engine.last_heard)."""
+
+    async def body() -> None:
+        engine, _port = recording_engine(EngineConfig())
+        engine.register_comm(COMM, (ME, *ROOTS))
+        before = engine.last_heard
+        await asyncio.sleep(0.01)
+        switch = wire.switch_node_id(0)
+        echo = wire.Header(op=wire.Op.ARRIVE, comm_id=COMM, epoch=1, src_node=switch, dst_node=ME)
+        engine._on_frame(wire.build_frame(echo, b"", dst_mac=bytes(6)))
+        assert engine.last_heard == before
+        ack = wire.Header(op=wire.Op.ACK, comm_id=COMM, epoch=1, src_node=ROOTS[0], dst_node=ME)
+        engine._on_frame(wire.build_frame(ack, b"", dst_mac=bytes(6)))
+        assert engine.last_heard > before
 
     asyncio.run(asyncio.wait_for(body(), 10))
 

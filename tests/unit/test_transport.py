@@ -325,6 +325,35 @@ def test_early_data_of_every_unfinished_collective_is_kept_however_many_are_open
     with_engine(body)
 
 
+def test_a_rank_yet_to_start_takes_data_of_every_root_of_two_all_roots_operations() -> None:
+    """Every rank of 72 rooting a broadcast opens 72 epochs at once: a rank that had not
+    started the operation yet refused the last roots' data (epochs 67 and 72, beyond the
+    window of 64), nobody acknowledged it, and the roots' stretched timeouts stalled [Ragasa]'s
+    1 B cell for minutes (make reproduce --dilation 100000)."""
+    members = (ME, *ROOTS, *range(100, 151))  # 72 ranks
+
+    def body(engine: Engine, port: RecordingPort) -> None:
+        engine.register_comm(COMM, members)
+        engine._on_frame(unicast_segment(72))  # nothing started here yet
+        engine._on_frame(unicast_segment(144))  # the operation after it
+        assert not engine.stats.dropped
+        engine._on_frame(unicast_segment(145))  # beyond two such operations: refused
+        assert engine.stats.dropped["unknown communicator or epoch"] == 1
+
+    with_engine(body)
+
+
+def test_a_small_communicator_keeps_the_configured_window() -> None:
+    def body(engine: Engine, port: RecordingPort) -> None:
+        engine.register_comm(COMM, (ME, *ROOTS))  # 21 ranks: 42 < epochs_ahead
+        engine._on_frame(unicast_segment(64))
+        assert not engine.stats.dropped
+        engine._on_frame(unicast_segment(65))
+        assert engine.stats.dropped["unknown communicator or epoch"] == 1
+
+    with_engine(body)
+
+
 def test_a_neighbour_thousands_of_messages_ahead_is_parked_not_refused() -> None:
     """With every rank rooting a collective at once, a ring neighbour runs thousands of
     messages ahead of the receives posted for them (up to 72 x 71); at 256 per sender they

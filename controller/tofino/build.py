@@ -75,12 +75,14 @@ class Target:
         return f"{self.name} ({self.arch_file}, __TARGET_TOFINO__={self.define}{profile})"
 
 
-# Tofino 1's profile: no in-network reduction (REDUCE and RESULT are dropped, the hosts
-# reduce; broadcast, barrier and ACK merging are kept). With the reduction's slot and 8 lanes
-# p4c-barefoot 1.2.5.16 placed 27 ingress stages of 12 (docs/porting-to-tofino.md); with 16
-# lanes it left the lanes without PHV containers, with 32 the egress parser exceeded its
-# 160-byte parse depth. 8 lanes keep the (unused) parsed header small.
-TOFINO1_PROFILE = ("NETCOLL_NO_REDUCTION", "NETCOLL_AGG_LANES=8")
+# Tofino 1's profile (docs/porting-to-tofino.md, "Profiles"): no in-network reduction (REDUCE
+# and RESULT are dropped, the hosts reduce) and no mini-packet membership (every MP kind is
+# answered BAD_KIND: the control plane writes slots as register cells, bfrt.py with
+# registers=True); broadcast, barrier and ACK merging are kept. With the reduction's slot and
+# 8 lanes p4c-barefoot 1.2.5.16 placed 27 ingress stages of 12; with 16 lanes it left the
+# lanes without PHV containers, with 32 the egress parser exceeded its 160-byte parse depth.
+# 8 lanes keep the (unused) parsed header small.
+TOFINO1_PROFILE = ("NETCOLL_NO_REDUCTION", "NETCOLL_NO_MINI_PACKETS", "NETCOLL_AGG_LANES=8")
 TARGETS = (
     Target("tofino", "tna", 1, "tna.p4", defines=TOFINO1_PROFILE),
     Target("tofino2", "t2na", 2, "t2na.p4"),

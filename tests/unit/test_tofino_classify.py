@@ -134,8 +134,7 @@ def test_the_entries_are_read() -> None:
 
 def test_the_table_classifies_as_the_model_does() -> None:
     model_for = {
-        my_node: SwitchModel(SwitchState(switch=0, node_id=my_node))
-        for my_node in (0, MY_NODE)
+        my_node: SwitchModel(SwitchState(switch=0, node_id=my_node)) for my_node in (0, MY_NODE)
     }
     agg_payload_bytes = model_for[0].sizes.agg_payload_bytes
     checked = 0
@@ -210,4 +209,4 @@ def test_the_table_classifies_as_the_model_does() -> None:
         checked += 1
     assert checked > 100_000
     assert model_for[0].sizes.comm_slots == COMM_SLOTS
-    assert Op.MP == _constant("OP_MP")
+    assert _constant("OP_MP") == Op.MP

@@ -95,6 +95,10 @@ control AckMergeLookup(in headers_t hdr, inout coll_meta_t meta) {
             meta.drop_reason = DROP_ACK_RANGE;
         } else if (meta.ack_seq_ceiling != hdr.coll.seg_count) {
             meta.drop_reason = DROP_ACK_RANGE;
+        } else {
+            /* AckMergeDecide runs on this alone: on Tofino, a test of drop_reason there
+             * waited for every other pass's writes of it */
+            meta.ack_admitted = 1;
         }
     }
 }
@@ -106,49 +110,44 @@ bit<32> ack_cum_merge(in bit<32> stored_tag, in bit<32> stored_cum, in bit<32> t
     return (stored_tag == tag && stored_cum < cum) ? stored_cum : cum;
 }
 
-/* Does this ACK go up, given the cell's bitmap before it? When it completes the cell, or
+/* After AckState: one ACK up the parent port when the cell completes, or the leader repeats.
+ * Applied only to an ACK its lookup admitted (ack_admitted).
+ *
+ * ack_sends_up (controller/switch_rules.py): the ACK goes up when it completes the cell, or
  * repeats the leader child's checkpoint at a complete cell (the leader: the lowest child
- * port, no children below it). missing_after = child_mask ^ (previous | in_port_bit), the
- * children still missing with this ACK, computed in actions. */
-bool ack_sends_up(in port_bitmap_t previous, in port_bitmap_t missing_after,
-                  in port_bitmap_t child_mask, in port_bitmap_t children_below) {
-    bool sends_up = false;
-    if (missing_after == 0) {
-        if (previous != child_mask) {
-            sends_up = true; /* this ACK completes the cell */
-        } else if (children_below == 0) {
-            sends_up = true; /* the leader's repeat */
-        }
-    }
-    return sends_up;
-}
-
-/* After AckState: one ACK up the parent port when the cell completes, or the leader repeats. */
+ * port, no children below it). cell_after = previous | in_port_bit, computed in an action;
+ * the cell is complete with this ACK when it equals the child mask (an equality of two
+ * fields, which a Tofino gateway makes). The tests are the if statements themselves: a
+ * function's bool result, copied out through a temporary, cost Tofino a stage. */
 control AckMergeDecide(inout headers_t hdr, inout coll_meta_t meta) {
-    /* operands of ack_sends_up, in actions (why: common/headers.p4, operands) */
+    /* the operand, in an action (why: common/headers.p4, operands), in a field of its own:
+     * in missing_after, which the barrier writes too, Tofino placed it after the barrier's
+     * write */
     action compute_cell_with_this_ack() {
-        meta.missing_after = meta.ack_previous | meta.in_port_bit;
+        meta.ack_cell_after = meta.ack_previous | meta.in_port_bit;
     }
-    action compute_missing_after() {
-        meta.missing_after = meta.ack_child_mask ^ meta.missing_after;
+    /* complete here, or the leader's repeat at a complete cell: one ACK upward */
+    action send_merged_ack_up() {
+        hdr.coll.src_node = meta.my_node; /* the root accepts merged ACKs from its switch */
+        hdr.coll.seq = meta.ack_cum;      /* the cell's cum, never the child's claim */
+        meta.out_kind = OUT_UNICAST;
+        meta.out_port = meta.ack_parent;
+    }
+    /* recorded: waits for the other children, or a repeat only the leader passes on */
+    action absorb() {
+        meta.drop_reason = DROP_ABSORBED;
     }
 
     apply {
-        if (meta.drop_reason != DROP_NONE) {
-            return;
-        }
         compute_cell_with_this_ack();
-        compute_missing_after();
-        if (!ack_sends_up(meta.ack_previous, meta.missing_after, meta.ack_child_mask,
-                          meta.ack_children_below)) {
-            /* recorded: waits for the other children, or a repeat only the leader passes on */
-            meta.drop_reason = DROP_ABSORBED;
+        if (meta.ack_cell_after != meta.ack_child_mask) {
+            absorb();
+        } else if (meta.ack_previous != meta.ack_child_mask) {
+            send_merged_ack_up(); /* this ACK completes the cell */
+        } else if (meta.ack_children_below == 0) {
+            send_merged_ack_up(); /* the leader's repeat */
         } else {
-            /* complete here, or the leader's repeat at a complete cell: one ACK upward */
-            hdr.coll.src_node = meta.my_node; /* the root accepts merged ACKs from its switch */
-            hdr.coll.seq = meta.ack_cum;      /* the cell's cum, never the child's claim */
-            meta.out_kind = OUT_UNICAST;
-            meta.out_port = meta.ack_parent;
+            absorb();
         }
     }
 }

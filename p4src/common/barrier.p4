@@ -59,11 +59,17 @@ port_bitmap_t barrier_cell_arrivals(in barrier_cell_t cell, in bit<32> tag) {
     return barrier_arrivals_for(cell[63:32], cell[31:0], tag);
 }
 
-/* Is the epoch more than the window ahead of released, given ahead_capped = min(epoch -
- * released, window + 1) (meta.bar_ahead_capped, computed in an action)? An order of a 16-bit
- * field is more than a gateway can hold; an equality is not. */
-bool beyond_window(in epoch_t ahead_capped) {
-    return ahead_capped == NETCOLL_BARRIER_WINDOW + 1;
+/* Is the epoch more than the window ahead of released, given ahead = epoch - released
+ * (meta.bar_ahead)? ahead > window, written as tests a Tofino gateway holds (an order of a
+ * 16-bit field is more than it can: its range match covers 12 bits): ahead >= window, with
+ * the window a power of two, is a masked test, and ahead != window an equality. Computing
+ * min(ahead, window + 1) in an action to test it for equality cost Tofino a stage. */
+/* ahead & this != 0: ahead >= the window (a power of two) */
+const epoch_t BARRIER_WINDOW_FLOOR_MASK = 16w0xFFFF ^ (NETCOLL_BARRIER_WINDOW - 1);
+
+bool beyond_window(in epoch_t ahead) {
+    return (ahead & BARRIER_WINDOW_FLOOR_MASK) != 0
+        && ahead != NETCOLL_BARRIER_WINDOW;
 }
 
 /* What to do with an ARRIVE or RELEASE, from the slot's configuration and released epoch.
@@ -73,20 +79,32 @@ bool beyond_window(in epoch_t ahead_capped) {
  * A control, not a function with out parameters: p4c copies a function's outputs out through
  * temporaries, which costs Tofino a stage. */
 control BarrierClassify(in headers_t hdr, inout coll_meta_t meta) {
-    apply {
-        meta.bar_verdict = 0;
+    /* Each outcome sets both fields, each written once per path: a default written first and
+     * overwritten after costs Tofino a stage. The caller applies this with drop_reason
+     * DROP_NONE and bar_verdict 0. */
+    action verdict(bit<8> barrier_verdict) {
+        meta.bar_verdict = barrier_verdict;
         meta.drop_reason = DROP_NONE;
+    }
+    action refuse(bit<8> reason) {
+        meta.bar_verdict = 0;
+        meta.drop_reason = reason;
+    }
+
+    apply {
         if (meta.bar_child_mask == 0) {
-            meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+            refuse(DROP_BARRIER_UNCONFIGURED);
         } else if (hdr.coll.op == OP_ARRIVE) {
             if (meta.in_port_match == 0) {
-                meta.drop_reason = DROP_NOT_CHILD;
+                refuse(DROP_NOT_CHILD);
             } else if (!epoch_distance_after(meta.bar_ahead)) {
-                meta.bar_verdict = BARRIER_ANSWER_RELEASE; /* late or retransmitted ARRIVE */
-            } else if (beyond_window(meta.bar_ahead_capped)) {
-                meta.drop_reason = DROP_OUT_OF_WINDOW;
+                verdict(BARRIER_ANSWER_RELEASE); /* late or retransmitted ARRIVE */
+            } else if ((meta.bar_ahead & BARRIER_WINDOW_FLOOR_MASK) == 0) {
+                verdict(BARRIER_COUNT); /* beyond_window, one test per if */
+            } else if (meta.bar_ahead == NETCOLL_BARRIER_WINDOW) {
+                verdict(BARRIER_COUNT);
             } else {
-                meta.bar_verdict = BARRIER_COUNT;
+                refuse(DROP_OUT_OF_WINDOW);
             }
         } else if (hdr.coll.op != OP_RELEASE || meta.bar_parent == 0) {
             /* only the slot's parent may send a RELEASE (configured slot, not the root, from the
@@ -94,13 +112,13 @@ control BarrierClassify(in headers_t hdr, inout coll_meta_t meta) {
              * fields. Only such a RELEASE advances the released epoch: an architecture that
              * picks the released register's single access before classifying makes the same
              * tests. */
-            meta.drop_reason = DROP_NOT_PARENT;
+            refuse(DROP_NOT_PARENT);
         } else if (meta.in_port != meta.bar_parent) {
-            meta.drop_reason = DROP_NOT_PARENT;
+            refuse(DROP_NOT_PARENT);
         } else if (!epoch_distance_after(meta.bar_ahead)) {
-            meta.drop_reason = DROP_STALE_RELEASE;
+            refuse(DROP_STALE_RELEASE);
         } else {
-            meta.bar_verdict = BARRIER_ADVANCE;
+            verdict(BARRIER_ADVANCE);
         }
     }
 }
@@ -119,12 +137,14 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
      * has few 32-bit containers): the children not recorded yet, when the slot released the
      * epoch before (a blocking barrier's only open one). In actions, set once: every write of
      * a field read after it costs Tofino a stage. */
+#ifndef NETCOLL_SHIM_COMPUTES_ASKED
     action compute_asked() {
         meta.missing_after = meta.bar_child_mask & ~meta.bar_arrived;
     }
     action ask_nobody() {
         meta.missing_after = 0;
     }
+#endif
     action multicast_to(port_bitmap_t ports) {
         meta.out_kind = OUT_MCAST;
         meta.mcast_children = ports;
@@ -146,11 +166,13 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
         /* a host's ARRIVE is echoed to its port, in_port_bit (never 0 here: Classify drops
          * packets from ports without a bit) */
         bool from_host = meta.port_role == ROLE_HOST;
+#ifndef NETCOLL_SHIM_COMPUTES_ASKED /* else the shim's BarrierState did, right after the cell */
         if (meta.bar_ahead == 1) {
             compute_asked();
         } else {
             ask_nobody();
         }
+#endif
         if (meta.bar_verdict == BARRIER_ANSWER_RELEASE) {
             hdr.coll.op = OP_RELEASE;
             hdr.coll.src_node = meta.my_node; /* every RELEASE names the switch that sent it */
@@ -158,6 +180,7 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.bar_verdict == BARRIER_ADVANCE) {
             hdr.coll.src_node = meta.my_node;
             multicast_to(meta.bar_child_mask);
+#ifndef NETCOLL_NO_BARRIER_ASKS /* a shim whose BarrierState never answers an ask */
         } else if (meta.bar_verdict == BARRIER_ASKED) {
             hdr.coll.src_node = meta.my_node;
             hdr.coll.flags = hdr.coll.flags & ~FLAG_RETRANSMIT; /* an answer asks nothing */
@@ -175,6 +198,7 @@ control BarrierDecide(inout headers_t hdr, inout coll_meta_t meta) {
             } else {
                 meta.drop_reason = DROP_ABSORBED;
             }
+#endif
         } else if (meta.bar_complete == 0 && repairs) {
             hdr.coll.dst_node = hdr.coll.src_node; /* the echo names the host it answers */
             hdr.coll.src_node = meta.my_node;

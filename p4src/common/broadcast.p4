@@ -121,6 +121,10 @@ control ChildReplication(inout coll_meta_t meta) {
      * stage after it. */
     apply {
         mp_replication.apply();
+#ifdef NETCOLL_SHIM_CHECKS_GROUP
+        /* the shim checks replication_group where it carries out the multicast: here, its
+         * out_kind rewritten would be tested again after, a Tofino stage (tna/netcoll.p4) */
+#else
         if (meta.out_kind != OUT_MCAST || meta.filter_children != 1) {
             return; /* not a replication from a child bitmap */
         }
@@ -135,6 +139,7 @@ control ChildReplication(inout coll_meta_t meta) {
         } else {
             meta.mcast_grp = meta.replication_group;
         }
+#endif
     }
 }
 

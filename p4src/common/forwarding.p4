@@ -36,6 +36,10 @@ control Classify(inout headers_t hdr, inout coll_meta_t meta) {
     action set_port(bit<8> role, node_id_t node) {
         meta.port_role = role;
         meta.port_node = node;
+#ifdef NETCOLL_CLASSIFY_TABLE
+        meta.arch_src_diff = hdr.coll.src_node ^ node;
+        meta.arch_ipv4_src_diff = hdr.ipv4.src_addr[15:0] ^ node;
+#endif
     }
 
     /* Unconfigured ports are host ports with no node: they can neither inject mini packets nor
@@ -49,6 +53,9 @@ control Classify(inout headers_t hdr, inout coll_meta_t meta) {
 
     action set_identity(node_id_t node) {
         meta.my_node = node;
+#ifdef NETCOLL_CLASSIFY_TABLE
+        meta.arch_dst_diff = hdr.coll.dst_node ^ node;
+#endif
     }
 
     table switch_identity {
@@ -62,6 +69,138 @@ control Classify(inout headers_t hdr, inout coll_meta_t meta) {
         meta.drop_reason = reason;
     }
 
+#ifdef NETCOLL_CLASSIFY_TABLE
+    /* The tests below as one constant ternary table, first entry first (a shim without frame
+     * lengths only: frame_len 0, so the length test never applies). Each branch of the if
+     * statements was a table on Tofino, twenty in all. The entries were generated from, and
+     * checked against, the if statements for every combination of their inputs; keys a test
+     * does not read are _ (0 .. 255 for the op's range). The my_node 0 entries come before
+     * the dst_diff 0 ones: addressed_to_me needs my_node != 0. */
+    action classify_collective(bit<8> class_of) {
+        meta.class = class_of;
+        meta.route_key = hdr.coll.dst_node;
+    }
+    action reject_collective(bit<8> reason) {
+        meta.class = CLASS_NONE;
+        meta.drop_reason = reason;
+        meta.route_key = hdr.coll.dst_node;
+    }
+    /* a barrier packet: its state access asked for here (NetcollIngress's range check, one
+     * stage earlier), or its communicator out of range */
+    action classify_barrier() {
+        meta.class = CLASS_BARRIER;
+        meta.route_key = hdr.coll.dst_node;
+        meta.state_op = STATE_BARRIER_EVENT;
+        meta.state_slot = hdr.coll.comm_id;
+        meta.barrier_state_asked = 1;
+    }
+    action barrier_out_of_range() {
+        meta.class = CLASS_BARRIER;
+        meta.route_key = hdr.coll.dst_node;
+        meta.drop_reason = DROP_COMM_RANGE;
+    }
+    action route_ipv4() {
+        meta.class = CLASS_ROUTE;
+        meta.route_key = hdr.ipv4.dst_addr[15:0];
+    }
+    /* the last communicator slot, for the table's range */
+    const comm_id_t COMM_SLOT_LAST = NETCOLL_COMM_SLOTS - 1;
+
+    table classification {
+        key = {
+            meta.parse_error : ternary @name("parse_error");
+            hdr.coll.isValid() : ternary @name("coll_valid");
+            hdr.coll.version : ternary @name("version");
+            hdr.coll.op : range @name("op");
+            meta.port_role : ternary @name("port_role");
+            meta.arch_src_diff : ternary @name("src_diff");
+            meta.my_node : ternary @name("my_node");
+            meta.arch_dst_diff : ternary @name("dst_diff");
+            hdr.coll.payload_len : ternary @name("payload_len");
+            hdr.coll.flags : ternary @name("flags");
+            hdr.ipv4.isValid() : ternary @name("ipv4_valid");
+            hdr.ipv4.dst_addr[31:16] : ternary @name("ipv4_prefix");
+            meta.arch_ipv4_src_diff : ternary @name("ipv4_src_diff");
+            hdr.coll.comm_id : range @name("comm_id");
+        }
+        actions = {
+            classify_collective;
+            classify_barrier;
+            barrier_out_of_range;
+            reject_collective;
+            route_ipv4;
+            reject;
+        }
+        const entries = {
+            (1, _, _, 0 .. 255, _, _, _, _, _, _, _, _, _, _):
+                reject(DROP_MALFORMED);
+            (0, true, COLL_VERSION, 0 .. 0, _, _, _, _, _, _, _, _, _, _):
+                reject_collective(DROP_BAD_OP);
+            (0, true, COLL_VERSION, 14 .. 255, _, _, _, _, _, _, _, _, _, _):
+                reject_collective(DROP_BAD_OP);
+            (0, true, COLL_VERSION, 7 .. 8, ROLE_HOST, _, _, _, _, _, _, _, _, _):
+                reject_collective(DROP_MP_FROM_HOST);
+            (0, true, COLL_VERSION, 7 .. 8, _, _, 0, _, _, _, _, _, _, _):
+                classify_collective(CLASS_ROUTE);
+            (0, true, COLL_VERSION, 7 .. 7, _, _, _, 0, _, _, _, _, _, _):
+                classify_collective(CLASS_LOCAL);
+            (0, true, COLL_VERSION, 8 .. 8, _, _, _, 0, _, _, _, _, _, _):
+                reject_collective(DROP_MP_BAD_KIND);
+            (0, true, COLL_VERSION, 7 .. 8, _, _, _, _, _, _, _, _, _, _):
+                classify_collective(CLASS_ROUTE);
+            (0, true, COLL_VERSION, 1 .. 1, ROLE_HOST, 0, _, _, _, _, _, _, _, _):
+                classify_collective(CLASS_MCAST);
+            (0, true, COLL_VERSION, 5 .. 6, ROLE_HOST, 0, _, _, _, _, _, _, _, 0 .. COMM_SLOT_LAST):
+                classify_barrier();
+            (0, true, COLL_VERSION, 5 .. 6, ROLE_HOST, 0, _, _, _, _, _, _, _, _):
+                barrier_out_of_range();
+            (0, true, COLL_VERSION, 12 .. 13, ROLE_HOST, 0, _, _, AGG_PAYLOAD_BYTES, _, _, _, _, _):
+                classify_collective(CLASS_AGG);
+            (0, true, COLL_VERSION, 12 .. 13, ROLE_HOST, 0, _, _, _, _, _, _, _, _):
+                reject_collective(DROP_MALFORMED);
+            (0, true, COLL_VERSION, 3 .. 3, ROLE_HOST, 0,
+              _, _, _, FLAG_MERGE &&& FLAG_MERGE, _, _, _, _):
+                classify_collective(CLASS_ACK_MERGE);
+            (0, true, COLL_VERSION, 9 .. 9, ROLE_HOST, 0, 0, _, _, _, _, _, _, _):
+                classify_collective(CLASS_ROUTE);
+            (0, true, COLL_VERSION, 9 .. 9, ROLE_HOST, 0, _, 0, _, _, _, _, _, _):
+                classify_collective(CLASS_LOCAL);
+            (0, true, COLL_VERSION, 1 .. 13, ROLE_HOST, 0, _, _, _, _, _, _, _, _):
+                classify_collective(CLASS_ROUTE);
+            (0, true, COLL_VERSION, 0 .. 255, ROLE_HOST, _, _, _, _, _, _, _, _, _):
+                reject_collective(DROP_SRC_SPOOF);
+            (0, true, COLL_VERSION, 1 .. 1, _, _, _, _, _, _, _, _, _, _):
+                classify_collective(CLASS_MCAST);
+            (0, true, COLL_VERSION, 5 .. 6, _, _, _, _, _, _, _, _, _, 0 .. COMM_SLOT_LAST):
+                classify_barrier();
+            (0, true, COLL_VERSION, 5 .. 6, _, _, _, _, _, _, _, _, _, _):
+                barrier_out_of_range();
+            (0, true, COLL_VERSION, 12 .. 13, _, _, _, _, AGG_PAYLOAD_BYTES, _, _, _, _, _):
+                classify_collective(CLASS_AGG);
+            (0, true, COLL_VERSION, 12 .. 13, _, _, _, _, _, _, _, _, _, _):
+                reject_collective(DROP_MALFORMED);
+            (0, true, COLL_VERSION, 3 .. 3, _, _, _, _, _, FLAG_MERGE &&& FLAG_MERGE, _, _, _, _):
+                classify_collective(CLASS_ACK_MERGE);
+            (0, true, COLL_VERSION, 9 .. 9, _, _, 0, _, _, _, _, _, _, _):
+                classify_collective(CLASS_ROUTE);
+            (0, true, COLL_VERSION, 9 .. 9, _, _, _, 0, _, _, _, _, _, _):
+                classify_collective(CLASS_LOCAL);
+            (0, true, COLL_VERSION, 1 .. 13, _, _, _, _, _, _, _, _, _, _):
+                classify_collective(CLASS_ROUTE);
+            (0, true, _, 0 .. 255, _, _, _, _, _, _, _, _, _, _):
+                reject_collective(DROP_MALFORMED);
+            (0, false, _, 0 .. 255, ROLE_HOST, _, _, _, _, _, true, IPV4_HOST_PREFIX, 0, _):
+                route_ipv4();
+            (0, false, _, 0 .. 255, ROLE_HOST, _, _, _, _, _, true, IPV4_HOST_PREFIX, _, _):
+                reject(DROP_SRC_SPOOF);
+            (0, false, _, 0 .. 255, _, _, _, _, _, _, true, IPV4_HOST_PREFIX, _, _):
+                route_ipv4();
+        }
+        const default_action = reject(DROP_NON_COLLECTIVE);
+        size = 32;
+    }
+#endif
+
     apply {
         meta.class = CLASS_NONE;
         meta.out_kind = OUT_DROP;
@@ -69,13 +208,18 @@ control Classify(inout headers_t hdr, inout coll_meta_t meta) {
          * port lookup, whichever way the packet leaves */
         meta.out_port = meta.in_port;
         meta.drop_reason = DROP_NONE;
+#ifndef NETCOLL_SHIM_COUNTER_COLUMN /* else the shim looks it up (tna/netcoll.p4) */
         meta.counter_column = counter_column(hdr);
+#endif
         if (meta.in_port_bit == 0) {
             reject(DROP_PORT_RANGE);
             return;
         }
         port_info.apply();
         switch_identity.apply();
+#ifdef NETCOLL_CLASSIFY_TABLE
+        classification.apply();
+#else
         bool is_host_port = meta.port_role == ROLE_HOST;
         bool addressed_to_me = meta.my_node != 0 && hdr.coll.dst_node == meta.my_node;
 
@@ -134,6 +278,7 @@ control Classify(inout headers_t hdr, inout coll_meta_t meta) {
         } else {
             reject(DROP_NON_COLLECTIVE);
         }
+#endif
     }
 }
 

@@ -125,7 +125,6 @@ struct coll_meta_t {
     bit<1> bar_complete;
     /* operands of the barrier's tests (see in_child) */
     epoch_t bar_ahead; /* the packet's epoch - bar_released (RFC 1982 distance; operand) */
-    epoch_t bar_ahead_capped; /* min(bar_ahead, NETCOLL_BARRIER_WINDOW + 1) (operand) */
 
     /* reduction (common/reduce.p4): the chunk's slot and key, what the slot said, the verdict */
     bit<32> agg_slot;
@@ -143,11 +142,16 @@ struct coll_meta_t {
 
     /* switch-merged ACKs (common/ackmerge.p4): the slot's entry, and the cell after the ACK */
     bit<1> ack_found;
+    bit<1> ack_admitted; /* the lookup's checks passed: AckMergeDecide runs */
+    /* state_op asks for BarrierState (a barrier, a reduction, a barrier MP): tested on its own
+     * (NETCOLL_CLASSIFY_TABLE), it is known as soon as Classify's table sets it */
+    bit<1> barrier_state_asked;
     bit<16> ack_slot;
     port_num_t ack_parent;
     port_bitmap_t ack_child_mask;
     bit<8> ack_generation;
     port_bitmap_t ack_previous; /* the cell's child bitmap before this ACK */
+    port_bitmap_t ack_cell_after; /* ack_previous | in_port_bit (operand) */
     bit<32> ack_cum;            /* the cell's lowest cum with this ACK: what goes up */
     /* operands of AckMergeLookup's and ack_sends_up's tests (see in_child) */
     port_bitmap_t ack_children_below; /* ack_child_mask & in_ports_below */
@@ -162,8 +166,8 @@ struct coll_meta_t {
      * the merged ACKs (no packet is two), each in two steps:
      *   in_port_match   the tree's child mask & in_port_bit (is the port a child?), then in a
      *                   reduction agg_previous & in_port_bit (was this child counted?);
-     *   missing_after   what the slot or cell held | in_port_bit, then the child mask ^ that:
-     *                   the children still missing with this packet. */
+     *   missing_after   the children still missing with this packet (a reduction, a
+     *                   barrier repair). */
     port_bitmap_t in_port_match;
     port_bitmap_t missing_after;
 
@@ -182,6 +186,7 @@ struct coll_meta_t {
      * register program (docs/porting-to-tofino.md). */
     bit<1> arch_state_elsewhere;
     bit<1> arch_commit_pass;
+    bit<1> arch_commit_stands; /* the commit pass advanced released (TNA BarrierState) */
     bit<1> arch_resubmit; /* this pass is decided, but a resubmitted one finishes the state */
     /* a reduction's release pass: the instance's last RESULT, recirculated to advance the
      * released epoch (arch_release_next asks for it, arch_release_pass is it) */
@@ -189,6 +194,11 @@ struct coll_meta_t {
     bit<1> arch_release_pass;
     bit<16> arch_commit_generation;
     bit<32> arch_cell_tag;
+    /* Classify's comparisons as XORs in port_info's and switch_identity's actions, for its
+     * table (NETCOLL_CLASSIFY_TABLE): src_node, the IPv4 source's low half, dst_node */
+    node_id_t arch_src_diff;
+    node_id_t arch_ipv4_src_diff;
+    node_id_t arch_dst_diff;
     /* AggState: the slot's owner ^ the packet's (0 if equal); the reduction's tag - the
      * stored one; what agg_arrived records (the child bit, or a RESULT's mask and flag) */
     bit<32> arch_agg_owner_change;

@@ -28,7 +28,9 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
     MembershipCheck() membership_check;
     LocalReply() local_reply;
     BarrierDecide() barrier_decide;
+#ifndef NETCOLL_NO_REDUCTION
     ReduceDecide() reduce_decide;
+#endif
     AggHeaderCheck() agg_header_check;
     AckMergeLookup() ack_merge_lookup;
     AckMergeDecide() ack_merge_decide;
@@ -38,7 +40,9 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
 
     apply {
         classify.apply(hdr, meta);
+#ifndef NETCOLL_CLASSIFY_TABLE /* else zero-initialised, and Classify's table sets a barrier's */
         meta.state_op = STATE_NONE;
+#endif
         /* state_op (and state_slot) are set in the lookups' actions or where the checks admit
          * the packet, never tested and set again after them: on Tofino each such step costs
          * a stage before every register. A lookup's state control runs only if its checks
@@ -46,12 +50,15 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
         if (meta.class == CLASS_MCAST) {
             broadcast_lookup.apply(hdr, meta);
         } else if (meta.class == CLASS_BARRIER) {
+#ifndef NETCOLL_CLASSIFY_TABLE /* else Classify's table made this test */
             if (hdr.coll.comm_id >= NETCOLL_COMM_SLOTS) {
                 meta.drop_reason = DROP_COMM_RANGE;
             } else {
                 meta.state_op = STATE_BARRIER_EVENT;
                 meta.state_slot = hdr.coll.comm_id;
+                meta.barrier_state_asked = 1;
             }
+#endif
         } else if (meta.class == CLASS_AGG) {
             agg_header_check.apply(hdr, meta);
         } else if (meta.class == CLASS_ACK_MERGE) {
@@ -61,8 +68,12 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
         }
 
         /* one state control per pass (a reduction's BarrierState reads the tree, applies
-         * AggState, then may advance the released epoch: agg_releases_epoch) */
-        if (meta.state_op == STATE_TREE_READ || meta.state_op == STATE_TREE_MP_WRITE
+         * AggState, then may advance the released epoch: agg_releases_epoch). BarrierState
+         * first, on its own flag: a test of state_op waits on Tofino for every lookup that
+         * writes it, and a barrier's is known from Classify's table (NETCOLL_CLASSIFY_TABLE). */
+        if (meta.barrier_state_asked == 1) {
+            barrier_state.apply(hdr, meta);
+        } else if (meta.state_op == STATE_TREE_READ || meta.state_op == STATE_TREE_MP_WRITE
                 || meta.state_op == STATE_TREE_MP_READ) {
             if (meta.drop_reason == DROP_NONE) {
                 tree_state.apply(hdr, meta);
@@ -70,14 +81,7 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.state_op == STATE_ACK_EVENT) {
             if (meta.drop_reason == DROP_NONE) {
                 ack_state.apply(hdr, meta);
-                /* decided here, beside the other state controls it excludes, rather than
-                 * after them all: on Tofino it then shares their stages */
-                if (meta.state_op != STATE_NEXT_PASS) {
-                    ack_merge_decide.apply(hdr, meta);
-                }
             }
-        } else if (meta.state_op != STATE_NONE) {
-            barrier_state.apply(hdr, meta);
         }
         if (meta.state_op == STATE_NEXT_PASS) {
             return;
@@ -92,8 +96,17 @@ control NetcollIngress(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.class == CLASS_BARRIER) {
             barrier_decide.apply(hdr, meta);
         } else if (meta.class == CLASS_AGG) {
+#ifndef NETCOLL_NO_REDUCTION /* else AggHeaderCheck dropped it */
             reduce_decide.apply(hdr, meta);
-        } else if (meta.class == CLASS_LOCAL) { /* (CLASS_ACK_MERGE: decided above) */
+#endif
+        } else if (meta.class == CLASS_ACK_MERGE) {
+            /* admitted by its lookup: in the decisions' if/else, where Tofino sees it exclude
+             * the others, not after the state controls, where every decision writing the
+             * same fields waited for it */
+            if (meta.ack_admitted == 1) {
+                ack_merge_decide.apply(hdr, meta);
+            }
+        } else if (meta.class == CLASS_LOCAL) {
             local_reply.apply(hdr, meta);
         }
 

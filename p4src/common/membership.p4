@@ -36,6 +36,12 @@ control MembershipCheck(in headers_t hdr, inout coll_meta_t meta) {
     /* each outcome set once, where it is known: a field written and then overwritten costs
      * Tofino a stage, before the state access */
     apply {
+#ifdef NETCOLL_NO_MINI_PACKETS
+        /* a profile whose control plane writes the slots as register cells (Tofino 1's:
+         * docs/porting-to-tofino.md): no MP kind is taken. An MP write put the barrier
+         * slot's configuration a stage after its generation, for every barrier. */
+        meta.mp_status = MP_STATUS_BAD_KIND;
+#else
         /* the row an admitted MP's state access indexes */
         meta.state_slot = hdr.mp.slot;
         bit<8> kind = hdr.mp.kind;
@@ -55,13 +61,16 @@ control MembershipCheck(in headers_t hdr, inout coll_meta_t meta) {
             } else if (kind == MP_WRITE_BARRIER) {
                 meta.mp_status = MP_STATUS_OK;
                 meta.state_op = STATE_BARRIER_MP_WRITE;
+                meta.barrier_state_asked = 1;
             } else {
                 meta.mp_status = MP_STATUS_OK;
                 meta.state_op = STATE_BARRIER_MP_READ;
+                meta.barrier_state_asked = 1;
             }
         } else {
             meta.mp_status = MP_STATUS_BAD_KIND;
         }
+#endif
     }
 }
 
@@ -77,6 +86,9 @@ control LocalReply(inout headers_t hdr, inout coll_meta_t meta) {
         }
         hdr.coll.op = OP_MP_REPLY;
         hdr.mp.status = meta.mp_status;
+#ifdef NETCOLL_NO_MINI_PACKETS
+        meta.drop_reason = DROP_MP_BAD_KIND; /* MembershipCheck takes no kind */
+#else
         if (meta.mp_status == MP_STATUS_STALE) {
             meta.drop_reason = DROP_MP_STALE; /* counted, and the sender is told */
         } else if (meta.mp_status == MP_STATUS_DUPLICATE) {
@@ -86,6 +98,7 @@ control LocalReply(inout headers_t hdr, inout coll_meta_t meta) {
         } else if (meta.mp_status == MP_STATUS_BAD_KIND) {
             meta.drop_reason = DROP_MP_BAD_KIND;
         }
+#endif
     }
 }
 

@@ -25,6 +25,11 @@
  * test per if, each setting the outcome: see AckMergeLookup). */
 control AggHeaderCheck(in headers_t hdr, inout coll_meta_t meta) {
     apply {
+#ifdef NETCOLL_NO_REDUCTION
+        /* a profile without in-network reduction (Tofino 1's: docs/porting-to-tofino.md):
+         * this switch runs no operation, and the hosts reduce */
+        meta.drop_reason = DROP_AGG_BAD_OP;
+#else
         if (hdr.coll.comm_id >= NETCOLL_COMM_SLOTS) {
             meta.drop_reason = DROP_COMM_RANGE;
         } else if (hdr.coll.seg_idx > 0xFFFF) {
@@ -34,7 +39,9 @@ control AggHeaderCheck(in headers_t hdr, inout coll_meta_t meta) {
         } else {
             meta.state_op = STATE_AGG_EVENT;
             meta.state_slot = hdr.coll.comm_id;
+            meta.barrier_state_asked = 1;
         }
+#endif
     }
 }
 
@@ -84,10 +91,10 @@ port_bitmap_t agg_arrivals_before(in bit<8> relation, in port_bitmap_t stored) {
  * would then be dropped as stale. An epoch not after released is a late contribution (answered
  * from the slot, or stale); a RESULT comes from the parent, which checked it. ahead is
  * epoch - released (meta.bar_ahead): out of the window when it is after released
- * (epoch_distance_after) by more than the window (ahead_capped: see BarrierClassify). */
-bool agg_epoch_in_window(in bit<8> op, in epoch_t ahead, in epoch_t ahead_capped) {
+ * (epoch_distance_after) by more than the window (beyond_window). */
+bool agg_epoch_in_window(in bit<8> op, in epoch_t ahead) {
     /* one expression: inlined into the test that calls it, not into a flag set before it */
-    return op != OP_REDUCE || !beyond_window(ahead_capped) || ahead >= 0x8000;
+    return op != OP_REDUCE || !beyond_window(ahead) || ahead >= 0x8000;
 }
 
 /* Before the slot: may this port send this op on the communicator's tree? Sets

@@ -21,6 +21,18 @@
 /* bar_parent_bit would need a variable shift: always 0 here, so the barrier's echo branch that
  * reads it is left out (common/barrier.p4), and with it one 32-bit port bitmap from the PHV */
 #define NETCOLL_NO_PARENT_BIT
+/* ChildReplication's group check is made here, in the multicast's own branch */
+#define NETCOLL_SHIM_CHECKS_GROUP
+/* BarrierDecide's asked ports are computed in BarrierState, beside the completion test: in
+ * BarrierDecide they cost a stage before its multicasts */
+#define NETCOLL_SHIM_COMPUTES_ASKED
+/* counter_column by a constant table (CounterColumn): its if statements were four tables */
+#define NETCOLL_SHIM_COUNTER_COLUMN
+/* Classify as one constant table (common/forwarding.p4): TNA ingress has no frame length */
+#define NETCOLL_CLASSIFY_TABLE
+/* BarrierState here never sets BARRIER_ASKED (a parent's ask read from the cell is
+ * v1model's): BarrierDecide leaves that branch out, six tables */
+#define NETCOLL_NO_BARRIER_ASKS
 #if __TARGET_TOFINO__ == 2
 #include <t2na.p4>
 #else
@@ -37,6 +49,35 @@
 #include "state.p4"
 #include "../common/ingress.p4"
 
+/* counter_column (common/forwarding.p4) as one constant table: the op of a collective
+ * packet (COLUMN_BAD_OP for an op out of range), COLUMN_IPV4, else COLUMN_OTHER. */
+control CounterColumn(in headers_t hdr, out bit<8> column_out) {
+    action column_of_op() {
+        column_out = hdr.coll.op;
+    }
+    action column(bit<8> value) {
+        column_out = value;
+    }
+    table counter_column_of {
+        key = {
+            hdr.coll.isValid() : exact @name("coll_valid");
+            hdr.coll.op : range @name("op");
+            hdr.ipv4.isValid() : ternary @name("ipv4_valid");
+        }
+        actions = { column_of_op; column; }
+        const entries = {
+            (true, 1 .. OP_MAX, _): column_of_op();
+            (true, _, _): column(COLUMN_BAD_OP);
+            (false, _, true): column(COLUMN_IPV4);
+        }
+        const default_action = column(COLUMN_OTHER);
+        size = 4;
+    }
+    apply {
+        counter_column_of.apply();
+    }
+}
+
 parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_meta_t md,
                         out ingress_intrinsic_metadata_t ig_intr_md) {
     CollParser() coll_parser;
@@ -51,32 +92,66 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
         }
     }
 
+    /* Where the packet entered the switch, in logical port numbers, is set here: from the
+     * port metadata, the resubmit data, or (on the state pipe's recirculation port) the steer
+     * header. Set in the control, the choice cost every packet a stage before the port
+     * lookup. The 8-bit ports go into the low byte (the rest is zero-initialised). */
     state parse_port_metadata {
         hdr.port_md = port_metadata_unpack<netcoll_port_md_h>(pkt);
 #if __TARGET_TOFINO__ != 1
         pkt.advance(PORT_METADATA_SIZE - 64);
 #endif
+        md.coll.in_port[7:0] = hdr.port_md.logical_port;
+        md.coll.in_port_bit = hdr.port_md.port_bit;
         transition select(hdr.port_md.flags) {
             PORT_FLAG_STEER_ENTRY &&& PORT_FLAG_STEER_ENTRY: parse_steer;
             default: parse_frame;
         }
     }
 
+    /* the second pass of a root's barrier completion (tna/state.p4, BarrierState), in the
+     * state pipe by construction; its resubmit data has the first pass's in_port */
     state parse_resubmit {
         pkt.extract(hdr.resubmit);
 #if __TARGET_TOFINO__ != 1
         pkt.advance(64); /* Tofino 2 pads resubmit data to the 192-bit port metadata size */
 #endif
+        md.coll.in_port[7:0] = hdr.resubmit.in_port;
+        md.coll.in_port_bit = hdr.resubmit.in_port_bit;
+        md.coll.arch_commit_pass = 1;
+        md.coll.arch_commit_generation = hdr.resubmit.commit_generation;
         transition select(hdr.resubmit.flags) {
-            RESUBMIT_FLAG_STEERED &&& RESUBMIT_FLAG_STEERED: parse_steer;
+            RESUBMIT_FLAG_STEERED &&& RESUBMIT_FLAG_STEERED: parse_resubmitted_steer;
             default: parse_frame;
         }
     }
 
+    /* The steer header repeats itself on a resubmitted pass (a resubmitted packet is the
+     * packet as it arrived); such a pass is never a release pass. */
+    state parse_resubmitted_steer {
+        pkt.extract(hdr.steer);
+        transition parse_frame;
+    }
+
     /* Only ports the control plane flagged STEER_ENTRY (the state pipe's recirculation port)
-     * parse a steer header, so no host can claim another ingress port. */
+     * parse a steer header, so no host can claim another ingress port. Their port metadata
+     * has logical port 0 and port bit 0 (controller/tofino/bfrt.py), and Tofino's parser
+     * ORs a second write into a field: the steer header's values are what is left (p4c warns
+     * that it cannot clear the first write; there is nothing to clear). */
     state parse_steer {
         pkt.extract(hdr.steer);
+        md.coll.in_port = hdr.steer.in_port;
+        md.coll.in_port_bit = hdr.steer.in_port_bit;
+        transition select(hdr.steer.flags) {
+            STEER_FLAG_RELEASE &&& STEER_FLAG_RELEASE: steer_release_pass;
+            default: parse_frame;
+        }
+    }
+
+    /* a reduction's release pass (tna/state.p4, BarrierState) */
+    state steer_release_pass {
+        md.coll.arch_release_pass = 1;
+        md.coll.arch_commit_generation = hdr.steer.generation;
         transition parse_frame;
     }
 
@@ -107,6 +182,7 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
 @pa_atomic("ingress", "md.coll.arch_agg_arrival")
 @pa_atomic("ingress", "md.coll.ack_child_mask")
 @pa_atomic("ingress", "md.coll.ack_previous")
+@pa_atomic("ingress", "md.coll.ack_cell_after")
 @pa_atomic("ingress", "md.coll.mcast_children")
 @pa_atomic("ingress", "md.coll.tree_children")
 control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
@@ -119,7 +195,10 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
     Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
         drop_reasons;
     NetcollIngress() netcoll;
+    CounterColumn() column_lookup;
+#ifndef NETCOLL_NO_REDUCTION
     AggLanes() agg_lanes;
+#endif
 
     action to_dev_port(PortId_t dev_port) {
         ig_tm_md.ucast_egress_port = dev_port;
@@ -149,6 +228,36 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         actions = { steer_to; }
         default_action = steer_to(0);
         size = 1;
+    }
+
+    /* A multicast's replica rules (the bridge flags egress applies) and its pruning
+     * (level2_exclusion_id, from ingress_prune_id, kept or reset to prune nothing): one
+     * constant table on the two bits, where if statements made five tables */
+    action replica(bit<8> flags) {
+        hdr.bridge.kind = BRIDGE_REPLICA;
+        hdr.bridge.flags = flags;
+        ig_tm_md.rid = NETCOLL_REPLICA_RID;
+    }
+    action replica_unpruned(bit<8> flags) {
+        hdr.bridge.kind = BRIDGE_REPLICA;
+        hdr.bridge.flags = flags;
+        ig_tm_md.rid = NETCOLL_REPLICA_RID;
+        ig_tm_md.level2_exclusion_id = L2_XID_NONE;
+    }
+    table replica_rules {
+        key = {
+            md.coll.filter_children : exact @name("filter_children");
+            md.coll.prune_ingress : exact @name("prune_ingress");
+        }
+        actions = { replica; replica_unpruned; }
+        const entries = {
+            (0, 0): replica_unpruned(0);
+            (0, 1): replica(BRIDGE_FLAG_PRUNE_INGRESS);
+            (1, 0): replica_unpruned(BRIDGE_FLAG_FILTER_CHILDREN);
+            (1, 1): replica(BRIDGE_FLAG_FILTER_CHILDREN | BRIDGE_FLAG_PRUNE_INGRESS);
+        }
+        const default_action = replica_unpruned(0); /* every pair has its entry */
+        size = 4;
     }
 
     /* Logical port p -> level-2 exclusion id p ($pre.prune[p] holds p's dev port). A constant
@@ -244,26 +353,9 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
     }
 
     apply {
-        /* Where the packet entered the switch, in logical port numbers: a steered packet says
-         * so in its steer header, a resubmitted one in its resubmit data, any other packet's
-         * port metadata says it. */
+        /* in_port, in_port_bit and the commit and release flags come from the parser */
         bool steered = hdr.steer.isValid();
         bool resubmitted = ig_intr_md.resubmit_flag == 1;
-        if (steered) {
-            md.coll.in_port = hdr.steer.in_port;
-            md.coll.in_port_bit = hdr.steer.in_port_bit;
-            if ((hdr.steer.flags & STEER_FLAG_RELEASE) != 0) {
-                /* a reduction's release pass (tna/state.p4, BarrierState) */
-                md.coll.arch_release_pass = 1;
-                md.coll.arch_commit_generation = hdr.steer.generation;
-            }
-        } else if (resubmitted) {
-            md.coll.in_port = (port_num_t) hdr.resubmit.in_port;
-            md.coll.in_port_bit = hdr.resubmit.in_port_bit;
-        } else {
-            md.coll.in_port = (port_num_t) hdr.port_md.logical_port;
-            md.coll.in_port_bit = hdr.port_md.port_bit;
-        }
         ingress_ports_below.apply();
         /* level2_exclusion_id = in_port for every packet, so that a multicast that prunes its
          * ingress port needs no table after its decision (the traffic manager reads the id
@@ -280,17 +372,15 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
         if (!steered && !resubmitted && (hdr.port_md.flags & PORT_FLAG_STATE_PIPE) == 0) {
             md.coll.arch_state_elsewhere = 1;
         }
-        if (resubmitted) {
-            /* the second pass of a root's barrier completion (tna/state.p4, BarrierState) */
-            md.coll.arch_commit_pass = 1;
-            md.coll.arch_commit_generation = hdr.resubmit.commit_generation;
-        }
 
+        column_lookup.apply(hdr.net, md.coll.counter_column); /* for rx_port_op */
         md.arrived_op = hdr.net.coll.op;
         md.arrived_src = hdr.net.coll.src_node;
 
         netcoll.apply(hdr.net, md.coll);
+#ifndef NETCOLL_NO_REDUCTION
         agg_lanes.apply(hdr.net, md.coll); /* the reduction's lanes, last (tna/state.p4) */
+#endif
 
         hdr.steer.setInvalid(); /* never leaves the switch */
         if (md.coll.state_op == STATE_NEXT_PASS) {
@@ -352,25 +442,16 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                     hdr.bridge.flags = 0;
                     dev_port_map.apply();
                 } else {
-                    hdr.bridge.kind = BRIDGE_REPLICA;
-                    ig_tm_md.mcast_grp_a = md.coll.mcast_grp;
-                    ig_tm_md.rid = NETCOLL_REPLICA_RID;
-                    if (md.coll.prune_ingress == 0) {
-                        /* level2_exclusion_id came from ingress_prune_id: prune nothing */
-                        ig_tm_md.level2_exclusion_id = L2_XID_NONE;
-                    }
-                    /* the replica rules for egress */
-                    if (md.coll.filter_children == 1) {
-                        if (md.coll.prune_ingress == 1) {
-                            hdr.bridge.flags = BRIDGE_FLAG_FILTER_CHILDREN
-                                | BRIDGE_FLAG_PRUNE_INGRESS;
-                        } else {
-                            hdr.bridge.flags = BRIDGE_FLAG_FILTER_CHILDREN;
-                        }
-                    } else if (md.coll.prune_ingress == 1) {
-                        hdr.bridge.flags = BRIDGE_FLAG_PRUNE_INGRESS;
+                    /* kind, RID, the replica rules for egress and the pruning */
+                    replica_rules.apply();
+                    if (md.coll.filter_children == 0) {
+                        ig_tm_md.mcast_grp_a = md.coll.mcast_grp;
+                    } else if (md.coll.replication_group == 0) {
+                        /* ChildReplication: no replication groups installed yet */
+                        md.coll.drop_reason = DROP_EMPTY_TREE;
+                        ig_dprsr_md.drop_ctl = 1;
                     } else {
-                        hdr.bridge.flags = 0;
+                        ig_tm_md.mcast_grp_a = md.coll.replication_group;
                     }
                 }
             }
@@ -422,6 +503,7 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
                   inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                   inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) tx_index_hash;
+    CounterColumn() column_lookup;
     Counter<bit<32>, bit<32>>(NETCOLL_PORT_COUNTERS, CounterType_t.PACKETS_AND_BYTES) tx_port_op;
     Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
         egress_drop_reasons;
@@ -473,7 +555,8 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
                 egress_drop_reasons.count((bit<32>) reason);
                 eg_dprsr_md.drop_ctl = 1;
             } else if (md.egress_port_bit != 0) {
-                bit<8> column = counter_column(hdr.net);
+                bit<8> column;
+                column_lookup.apply(hdr.net, column);
                 bit<32> tx_index = tx_index_hash.get({md.egress_port,
                                                       column[TNA_COUNTER_COLUMN_BITS - 1:0]});
                 tx_port_op.count(tx_index); /* port_counter_index: see rx_index */

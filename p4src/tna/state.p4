@@ -39,6 +39,12 @@
 #include "../common/ackmerge.p4"
 #include "index_bits.p4"
 
+/* Only the profile without the reduction has the barrier's register accesses written out
+ * without MP writes and reads (BarrierState, access 3) */
+#if defined(NETCOLL_NO_MINI_PACKETS) && !defined(NETCOLL_NO_REDUCTION)
+#error "NETCOLL_NO_MINI_PACKETS needs NETCOLL_NO_REDUCTION"
+#endif
+
 /* The two 32-bit halves of one dual-width barrier cell (barrier_cell_t's [31:0] and [63:32]) */
 struct barrier_cell_halves_t {
     port_bitmap_t arrivals;
@@ -55,6 +61,7 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
             result = stored;
         }
     };
+#ifndef NETCOLL_NO_MINI_PACKETS
     /* An MP write: take the offered generation if newer; return offered - stored, from which
      * mp_generation_status tells OK / DUPLICATE / STALE exactly as this condition decided
      * (the subtraction here, not in the match-action ALU: that would tie the PHV slicing of
@@ -67,26 +74,31 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
             }
         }
     };
+#endif
     RegisterAction<port_num_t, bit<32>, port_num_t>(tree_parent) tree_parent_read = {
         void apply(inout port_num_t stored, out port_num_t result) {
             result = stored;
         }
     };
+#ifndef NETCOLL_NO_MINI_PACKETS
     RegisterAction<port_num_t, bit<32>, port_num_t>(tree_parent) tree_parent_write = {
         void apply(inout port_num_t stored) {
             stored = hdr.mp.parent_port;
         }
     };
+#endif
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(tree_children) tree_children_read = {
         void apply(inout port_bitmap_t stored, out port_bitmap_t result) {
             result = stored;
         }
     };
+#ifndef NETCOLL_NO_MINI_PACKETS
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(tree_children) tree_children_write = {
         void apply(inout port_bitmap_t stored) {
             stored = hdr.mp.children;
         }
     };
+#endif
 
     apply {
         if (meta.arch_state_elsewhere == 1) {
@@ -98,6 +110,14 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
          * stage before its first use, and so would a local copy of the index, or setting a
          * 32-bit index from a 16-bit field (p4c writes the two halves in two tables) */
 
+#ifdef NETCOLL_NO_MINI_PACKETS
+        /* a broadcast's tree only (no MP: MembershipCheck): the three registers side by
+         * side. tree_generation is read for nothing but its place in the program: the
+         * control plane writes it (controller/tofino/bfrt.py) */
+        tree_generation_read.execute((bit<32>) meta.state_slot);
+        meta.tree_parent = tree_parent_read.execute((bit<32>) meta.state_slot);
+        meta.tree_children = tree_children_read.execute((bit<32>) meta.state_slot);
+#else
         /* access 1: tree_generation (not touched by a broadcast) */
         bit<32> generation = 0;
         if (meta.state_op == STATE_TREE_MP_WRITE) {
@@ -126,6 +146,7 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
                 hdr.mp.generation = generation;
             }
         }
+#endif
     }
 }
 
@@ -395,32 +416,61 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     }
 }
 
+#ifndef NETCOLL_NO_REDUCTION
 /* BarrierState's access to barrier_released (B3) */
 const bit<3> RELEASED_ACCESS_NONE = 0;
 const bit<3> RELEASED_ACCESS_READ = 1;
 const bit<3> RELEASED_ACCESS_AHEAD = 2;
 const bit<3> RELEASED_ACCESS_ADVANCE = 3;
 const bit<3> RELEASED_ACCESS_WRITE = 4;
+#endif
+
+/* The row BarrierState's accesses index. Without MP it is always the packet's communicator,
+ * read from the header: state_slot, which the broadcast's lookup writes too, made every
+ * barrier register wait on Tofino for that lookup. */
+#ifdef NETCOLL_NO_MINI_PACKETS
+#define TNA_BARRIER_SLOT hdr.coll.comm_id
+#else
+#define TNA_BARRIER_SLOT meta.state_slot
+#endif
 
 control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
+#ifndef NETCOLL_NO_REDUCTION
     AggState() agg_state;
+    AggAdmission() window_admission;
+#endif
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) barrier_cell_hash;
+#ifndef NETCOLL_NO_REDUCTION
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) seg_idx_copy; /* compute_chunks_left */
+#endif
     /* barrier_cell_tag(epoch, generation) = epoch ++ generation, through the hash unit: see
      * AckState's ack_tag_hash */
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) cell_tag_hash;
+#ifndef NETCOLL_NO_MINI_PACKETS
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) open_cell_tag_hash;
+#endif
     Register<bit<32>, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_generation;
     Register<port_bitmap_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_child_mask;
     Register<port_num_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_parent;
     Register<epoch_t, bit<32>>(NETCOLL_COMM_SLOTS, 0) barrier_released;
     Register<barrier_cell_halves_t, bit<32>>(NETCOLL_BARRIER_CELLS, {0, 0}) barrier_cells;
 
+#ifdef NETCOLL_NO_MINI_PACKETS
+    /* the low half the cell tags use, straight into bar_generation: a copy of it out of a
+     * 32-bit result cost a stage before the released epoch */
+    RegisterAction<bit<32>, bit<32>, bit<16>>(barrier_generation) barrier_generation_read = {
+        void apply(inout bit<32> stored, out bit<16> result) {
+            result = stored[15:0];
+        }
+    };
+#else
     RegisterAction<bit<32>, bit<32>, bit<32>>(barrier_generation) barrier_generation_read = {
         void apply(inout bit<32> stored, out bit<32> result) {
             result = stored;
         }
     };
+#endif
+#ifndef NETCOLL_NO_MINI_PACKETS
     /* As tree_generation_offer: returns offered - stored. */
     RegisterAction<bit<32>, bit<32>, bit<32>>(barrier_generation) barrier_generation_offer = {
         void apply(inout bit<32> stored, out bit<32> ahead) {
@@ -430,23 +480,27 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             }
         }
     };
+#endif
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(barrier_child_mask)
             barrier_child_mask_read = {
         void apply(inout port_bitmap_t stored, out port_bitmap_t result) {
             result = stored;
         }
     };
+#ifndef NETCOLL_NO_MINI_PACKETS
     RegisterAction<port_bitmap_t, bit<32>, port_bitmap_t>(barrier_child_mask)
             barrier_child_mask_write = {
         void apply(inout port_bitmap_t stored) {
             stored = hdr.mp.children;
         }
     };
+#endif
     RegisterAction<port_num_t, bit<32>, port_num_t>(barrier_parent) barrier_parent_read = {
         void apply(inout port_num_t stored, out port_num_t result) {
             result = stored;
         }
     };
+#ifndef NETCOLL_NO_MINI_PACKETS
     RegisterAction<port_num_t, bit<32>, port_num_t>(barrier_parent) barrier_parent_write = {
         void apply(inout port_num_t stored) {
             stored = hdr.mp.parent_port;
@@ -458,6 +512,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             result = stored;
         }
     };
+#endif
     /* Every other read: the packet's epoch - released (meta.bar_ahead), the operand of the
      * decisions' tests, from the register itself: subtracting after it would cost a stage. */
     RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_ahead = {
@@ -476,12 +531,14 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             }
         }
     };
+#ifndef NETCOLL_NO_MINI_PACKETS
     /* A new configuration starts from the MP's base epoch. */
     RegisterAction<epoch_t, bit<32>, epoch_t>(barrier_released) barrier_released_write = {
         void apply(inout epoch_t stored) {
             stored = hdr.mp.epoch;
         }
     };
+#endif
     /* Record the child's arrival under meta.arch_cell_tag; return the bitmap after it. */
     RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(barrier_cells)
             barrier_cell_merge_arrival = {
@@ -495,6 +552,7 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             arrived = cell.arrivals;
         }
     };
+#ifndef NETCOLL_NO_MINI_PACKETS
     RegisterAction<barrier_cell_halves_t, bit<32>, port_bitmap_t>(barrier_cells)
             barrier_cell_read_arrivals = {
         void apply(inout barrier_cell_halves_t cell, out port_bitmap_t arrived) {
@@ -505,6 +563,15 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
             }
         }
     };
+#endif
+
+    /* BarrierDecide's asked ports, in missing_after (see there) */
+    action compute_asked() {
+        meta.missing_after = meta.bar_child_mask & ~meta.bar_arrived;
+    }
+    action ask_nobody() {
+        meta.missing_after = 0;
+    }
 
     /* Operands of the decisions' tests, in actions (why: common/headers.p4, operands) */
     action compute_config_operands() {
@@ -512,22 +579,19 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
     }
     /* seg_count - seg_idx, with seg_idx read through the hash unit (arch_seg_idx): the ALU
      * subtracts whole containers, and the cell tags slice seg_idx into bytes */
+#ifndef NETCOLL_NO_REDUCTION
     action copy_seg_idx() {
         meta.arch_seg_idx = seg_idx_copy.get({hdr.coll.seg_idx});
     }
     action compute_chunks_left() {
         meta.agg_chunks_left = hdr.coll.seg_count - meta.arch_seg_idx;
     }
+#endif
     action compute_cell_tag() {
         meta.arch_cell_tag = cell_tag_hash.get({hdr.coll.epoch, meta.bar_generation});
     }
-    action compute_epoch_distance_capped() {
-        meta.bar_ahead_capped = (meta.bar_ahead < NETCOLL_BARRIER_WINDOW + 1)
-            ? meta.bar_ahead : NETCOLL_BARRIER_WINDOW + 1; /* min, which the ALU has */
-    }
 
     BarrierClassify() classify;
-    AggAdmission() window_admission;
 
     /* The passes (count, commit, REDUCE window, REDUCE/RESULT slot, MP write, MP read) are
      * told apart by testing state_op, arch_commit_pass and the op where they branch, in one
@@ -535,192 +599,287 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
      * share stages, where flags computed up front cost a stage and serialise every pass's
      * tables behind every other's. */
     apply {
+        /* outside the state pipe the packet touches no register; an if/else, not a return:
+         * p4c turns a return into a flag set with state_op, and every table after it then
+         * waited on Tofino for the lookups' writes of state_op */
         if (meta.arch_state_elsewhere == 1) {
             meta.state_op = STATE_NEXT_PASS;
-            return;
-        }
-        /* every access but the cells' indexes meta.state_slot, set with state_op (comm_id,
-         * or the MP's slot), widened where it is used: see TreeState */
-        copy_seg_idx();
-        compute_chunks_left();
-
-        /* access 1: barrier_generation */
-        bit<32> generation = 0;
-        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-            meta.mp_ahead = barrier_generation_offer.execute((bit<32>) meta.state_slot);
         } else {
-            generation = barrier_generation_read.execute((bit<32>) meta.state_slot);
-        }
-        meta.bar_generation = generation[15:0];
+            /* every access but the cells' indexes meta.state_slot, set with state_op (comm_id,
+             * or the MP's slot), widened where it is used: see TreeState */
+#ifndef NETCOLL_NO_REDUCTION
+            copy_seg_idx();
+            compute_chunks_left();
+#endif
 
-        /* access 2: barrier_child_mask and barrier_parent; an MP write is applied when its
-         * generation is newer (generation_ahead_is_newer(mp_ahead), one test per if). Its
-         * status is mp_generation_status(mp_ahead) written out in the same tests: the
-         * function's result, copied out through a temporary, cost a stage that every pass
-         * after the configuration waited for (an MP read writes mp_status too). */
-        if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-            if (meta.mp_ahead == 0) {
-                meta.mp_status = MP_STATUS_DUPLICATE;
-            } else if (meta.mp_ahead[31:31] == 0) {
-                meta.mp_status = MP_STATUS_OK;
-                barrier_child_mask_write.execute((bit<32>) meta.state_slot);
-                barrier_parent_write.execute((bit<32>) meta.state_slot);
-            } else {
-                meta.mp_status = MP_STATUS_STALE;
-            }
-        } else {
-            meta.bar_child_mask = barrier_child_mask_read.execute((bit<32>) meta.state_slot);
-            meta.bar_parent = barrier_parent_read.execute((bit<32>) meta.state_slot);
-        }
-        compute_config_operands();
-
-        /* From here on, each pass runs to its end in a branch of its own: Tofino 1 has no
-         * long branches, so p4c-barefoot makes a gateway wait for every table before it that
-         * feeds a table in its branches. In one if/else with the barrier's passes, a
-         * reduction's slot waited for the MP read's open epoch (computed from released, for
-         * the cell index), and so for released; here it starts right after the
-         * configuration. */
-        if (meta.state_op == STATE_AGG_EVENT) {
-            /* access 3 (barrier_released) on a reduction's release pass and on a REDUCE's
-             * first pass, nothing on a slot pass; these two executes and the four of the other
-             * branch are the register's six tables */
-            if (meta.arch_release_pass == 1) {
-                /* a reduction's release pass, under the generation its slot pass saw (else an
-                 * MP write replaced the configuration: dropped, as a barrier's commit pass) */
-                if (meta.bar_generation == meta.arch_commit_generation) {
-                    meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
-                    /* the slot pass's verdict: ReduceDecide sends the RESULT down the tree */
-                    meta.agg_verdict = AGG_DISTRIBUTE;
-                } else {
-                    meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
-                }
-            } else if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
-                /* a REDUCE's first pass: admitted and within its window, it goes round again */
-                window_admission.apply(hdr, meta);
-                meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
-                compute_epoch_distance_capped();
-                if (meta.drop_reason == DROP_NONE) {
-                    if (!agg_epoch_in_window(hdr.coll.op, meta.bar_ahead,
-                                             meta.bar_ahead_capped)) {
-                        meta.drop_reason = DROP_OUT_OF_WINDOW;
-                    } else {
-                        meta.arch_resubmit = 1;
-                    }
-                }
-            } else {
-                /* the reduction's slot: AggState's A1 and A2 (A3: AggLanes). The instance's
-                 * last RESULT (agg_releases_epoch) is decided here and goes out from a release
-                 * pass of its own, which advances released: an advance here would place
-                 * barrier_released, and with it every barrier's chain, after this slot's. */
-                agg_state.apply(hdr, meta);
-                if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
-                    meta.arch_release_next = 1;
-                }
-            }
-        } else {
-            /* access 3: barrier_released, its access chosen per pass (each branch sets it
-             * once, and the passes exclude each other), then one execute per program: an
-             * execute in every branch would ask for ten tables in the register's one stage,
-             * more than placement can hold. The count pass advances it only for a RELEASE
-             * from the parent (BarrierClassify's tests for BARRIER_ADVANCE's sender); the
-             * commit pass only if the slot is still this root's, under the configuration
-             * generation the completion was counted under (an MP write in between replaced
-             * it: the completion no longer stands and the packet is dropped). One test per
-             * if: a gateway reads at most 4 bytes. */
-            bit<3> released_access = RELEASED_ACCESS_NONE;
+            /* access 1: barrier_generation */
+#ifdef NETCOLL_NO_MINI_PACKETS
+            /* no MP write: the configuration registers are read side by side */
+            meta.bar_generation = barrier_generation_read.execute((bit<32>) TNA_BARRIER_SLOT);
+            meta.bar_child_mask = barrier_child_mask_read.execute((bit<32>) TNA_BARRIER_SLOT);
+            meta.bar_parent = barrier_parent_read.execute((bit<32>) TNA_BARRIER_SLOT);
+#else
+            bit<32> generation = 0;
             if (meta.state_op == STATE_BARRIER_MP_WRITE) {
-                if (meta.mp_ahead != 0) {
-                    if (meta.mp_ahead[31:31] == 0) {
-                        released_access = RELEASED_ACCESS_WRITE;
-                    }
-                }
-            } else if (meta.state_op == STATE_BARRIER_MP_READ) {
-                released_access = RELEASED_ACCESS_READ;
-            } else if (meta.state_op == STATE_BARRIER_EVENT) {
-                if (meta.arch_commit_pass == 1) {
-                    if (meta.bar_parent == 0) {
-                        if (meta.bar_child_mask != 0) {
-                            if (meta.bar_generation == meta.arch_commit_generation) {
-                                released_access = RELEASED_ACCESS_ADVANCE; /* it stands */
-                            }
-                        }
-                    }
+                meta.mp_ahead = barrier_generation_offer.execute((bit<32>) TNA_BARRIER_SLOT);
+            } else {
+                generation = barrier_generation_read.execute((bit<32>) TNA_BARRIER_SLOT);
+            }
+            meta.bar_generation = generation[15:0];
+
+            /* access 2: barrier_child_mask and barrier_parent; an MP write is applied when its
+             * generation is newer (generation_ahead_is_newer(mp_ahead), one test per if). Its
+             * status is mp_generation_status(mp_ahead) written out in the same tests: the
+             * function's result, copied out through a temporary, cost a stage that every pass
+             * after the configuration waited for (an MP read writes mp_status too). */
+            if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+                if (meta.mp_ahead == 0) {
+                    meta.mp_status = MP_STATUS_DUPLICATE;
+                } else if (meta.mp_ahead[31:31] == 0) {
+                    meta.mp_status = MP_STATUS_OK;
+                    barrier_child_mask_write.execute((bit<32>) TNA_BARRIER_SLOT);
+                    barrier_parent_write.execute((bit<32>) TNA_BARRIER_SLOT);
                 } else {
-                    compute_cell_tag();
-                    if (hdr.coll.op != OP_RELEASE) {
-                        released_access = RELEASED_ACCESS_AHEAD;
-                    } else if (meta.bar_parent == 0) {
-                        released_access = RELEASED_ACCESS_AHEAD;
-                    } else if (meta.in_port != meta.bar_parent) {
-                        released_access = RELEASED_ACCESS_AHEAD;
-                    } else if (meta.bar_child_mask == 0) {
-                        released_access = RELEASED_ACCESS_AHEAD;
+                    meta.mp_status = MP_STATUS_STALE;
+                }
+            } else {
+                meta.bar_child_mask = barrier_child_mask_read.execute((bit<32>) TNA_BARRIER_SLOT);
+                meta.bar_parent = barrier_parent_read.execute((bit<32>) TNA_BARRIER_SLOT);
+            }
+#endif
+            compute_config_operands();
+
+            /* From here on, each pass runs to its end in a branch of its own: Tofino 1 has no
+             * long branches, so p4c-barefoot makes a gateway wait for every table before it that
+             * feeds a table in its branches. In one if/else with the barrier's passes, a
+             * reduction's slot waited for the MP read's open epoch (computed from released, for
+             * the cell index), and so for released; here it starts right after the
+             * configuration. */
+#ifdef NETCOLL_NO_REDUCTION
+            { /* no STATE_AGG_EVENT: AggHeaderCheck drops every REDUCE and RESULT */
+#else
+            if (meta.state_op == STATE_AGG_EVENT) {
+                /* access 3 (barrier_released) on a reduction's release pass and on a REDUCE's
+                 * first pass, nothing on a slot pass; these two executes and the four of the other
+                 * branch are the register's six tables */
+                if (meta.arch_release_pass == 1) {
+                    /* a reduction's release pass, under the generation its slot pass saw (else an
+                     * MP write replaced the configuration: dropped, as a barrier's commit pass) */
+                    if (meta.bar_generation == meta.arch_commit_generation) {
+                        meta.bar_ahead =
+                            barrier_released_advance.execute((bit<32>) TNA_BARRIER_SLOT);
+                        /* the slot pass's verdict: ReduceDecide sends the RESULT down the tree */
+                        meta.agg_verdict = AGG_DISTRIBUTE;
                     } else {
-                        released_access = RELEASED_ACCESS_ADVANCE; /* a RELEASE from the parent */
+                        meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
                     }
-                }
-            }
-            if (released_access == RELEASED_ACCESS_WRITE) {
-                barrier_released_write.execute((bit<32>) meta.state_slot);
-            } else if (released_access == RELEASED_ACCESS_READ) {
-                meta.bar_released = barrier_released_read.execute((bit<32>) meta.state_slot);
-            } else if (released_access == RELEASED_ACCESS_AHEAD) {
-                meta.bar_ahead = barrier_released_ahead.execute((bit<32>) meta.state_slot);
-            } else if (released_access == RELEASED_ACCESS_ADVANCE) {
-                meta.bar_ahead = barrier_released_advance.execute((bit<32>) meta.state_slot);
-            }
-            compute_epoch_distance_capped();
-
-            /* access 4's index, barrier_cell_index(slot, epoch): one hash of fields set on
-             * the two paths (two hashes of one register crash p4c-barefoot 1.2.5.16, and a
-             * second call of one hash gets no control-plane API); an MP read asks about the
-             * open epoch */
-            bit<TNA_BARRIER_WINDOW_BITS> cell_low =
-                hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-            epoch_t open_epoch = meta.bar_released + 1;
-            if (meta.state_op == STATE_BARRIER_MP_READ) {
-                cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
-                meta.arch_cell_tag = open_cell_tag_hash.get({open_epoch, meta.bar_generation});
-            }
-            bit<32> cell = barrier_cell_hash.get({meta.state_slot, cell_low});
-
-            /* the verdict, from what the accesses returned, and access 4: barrier_cells */
-            if (meta.state_op == STATE_BARRIER_EVENT) {
-                if (meta.arch_commit_pass == 0) {
-                    classify.apply(hdr, meta);
-                    if (meta.bar_verdict == BARRIER_COUNT) {
-                        meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
-                        if (meta.bar_arrived == meta.bar_child_mask) {
-                            meta.bar_complete = 1;
-                            /* A root that just completed must also advance its released
-                             * epoch: a second access to barrier_released, so the shim
-                             * resubmits the packet and the commit pass does it. */
-                            if (meta.bar_parent == 0) {
-                                meta.arch_commit_generation = meta.bar_generation;
-                                meta.arch_resubmit = 1;
-                            }
+                } else if (hdr.coll.op == OP_REDUCE && meta.arch_commit_pass == 0) {
+                    /* a REDUCE's first pass: admitted and within its window, it goes round again */
+                    window_admission.apply(hdr, meta);
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) TNA_BARRIER_SLOT);
+                    if (meta.drop_reason == DROP_NONE) {
+                        /* agg_epoch_in_window for a REDUCE, one test per if: in the window
+                         * (!beyond_window), or not after released (a late contribution) */
+                        if ((meta.bar_ahead & BARRIER_WINDOW_FLOOR_MASK) == 0) {
+                            meta.arch_resubmit = 1;
+                        } else if (meta.bar_ahead == NETCOLL_BARRIER_WINDOW) {
+                            meta.arch_resubmit = 1;
+                        } else if (meta.bar_ahead >= 0x8000) {
+                            meta.arch_resubmit = 1;
                         } else {
-                            meta.bar_complete = 0;
+                            meta.drop_reason = DROP_OUT_OF_WINDOW;
                         }
                     }
-                } else if (released_access != RELEASED_ACCESS_ADVANCE) {
-                    /* the completion no longer stands (see access 3) */
-                    meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
-                } else if (epoch_distance_after(meta.bar_ahead)) {
-                    /* this pass released the epoch: BarrierDecide sends RELEASE down */
-                    meta.bar_verdict = BARRIER_COUNT;
-                    meta.bar_complete = 1;
                 } else {
-                    /* a duplicate completion raced this one: answer it as a released epoch */
-                    meta.bar_verdict = BARRIER_ANSWER_RELEASE;
+                    /* the reduction's slot: AggState's A1 and A2 (A3: AggLanes). The instance's
+                     * last RESULT (agg_releases_epoch) is decided here and goes out from a release
+                     * pass of its own, which advances released: an advance here would place
+                     * barrier_released, and with it every barrier's chain, after this slot's. */
+                    agg_state.apply(hdr, meta);
+                    if (agg_releases_epoch(meta.agg_verdict, meta.agg_chunks_left)) {
+                        meta.arch_release_next = 1;
+                    }
                 }
-            } else if (meta.state_op == STATE_BARRIER_MP_READ) {
-                hdr.mp.aux = barrier_cell_read_arrivals.execute(cell); /* the open epoch's */
-                hdr.mp.children = meta.bar_child_mask;
-                hdr.mp.parent_port = meta.bar_parent;
-                hdr.mp.generation = generation;
-                hdr.mp.epoch = meta.bar_released;
-                meta.mp_status = MP_STATUS_OK;
+            } else {
+#endif
+#ifdef NETCOLL_NO_REDUCTION
+                /* access 3: barrier_released, one execute in each branch of the tests that choose
+                 * it (eight tables of the register, which placement holds without the
+                 * reduction's two): choosing first, into a variable tested after, cost a stage.
+                 * The count pass advances it only for a RELEASE from the parent
+                 * (BarrierClassify's tests for BARRIER_ADVANCE's sender); the commit pass only if
+                 * the slot is still this root's, under the configuration generation the
+                 * completion was counted under (an MP write in between replaced it: the
+                 * completion no longer stands and the packet is dropped). One test per if: a
+                 * gateway reads at most 4 bytes. */
+#ifndef NETCOLL_NO_MINI_PACKETS
+                if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+                    if (meta.mp_ahead != 0) {
+                        if (meta.mp_ahead[31:31] == 0) {
+                            barrier_released_write.execute((bit<32>) TNA_BARRIER_SLOT);
+                        }
+                    }
+                } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+                    meta.bar_released = barrier_released_read.execute((bit<32>) TNA_BARRIER_SLOT);
+                } else
+#endif
+                if (meta.state_op == STATE_BARRIER_EVENT) {
+                    if (meta.arch_commit_pass == 1) {
+                        /* only where it stands; the verdict below drops the others (a drop
+                         * reason written here made this stage wait for every lookup's) */
+                        if (meta.bar_parent == 0) {
+                            if (meta.bar_child_mask != 0) {
+                                if (meta.bar_generation == meta.arch_commit_generation) {
+                                    meta.bar_ahead = barrier_released_advance.execute(
+                                        (bit<32>) TNA_BARRIER_SLOT);
+                                    meta.arch_commit_stands = 1;
+                                }
+                            }
+                        }
+                    } else {
+                        compute_cell_tag();
+                        if (hdr.coll.op != OP_RELEASE) {
+                            meta.bar_ahead =
+                                barrier_released_ahead.execute((bit<32>) TNA_BARRIER_SLOT);
+                        } else if (meta.bar_parent == 0) {
+                            meta.bar_ahead =
+                                barrier_released_ahead.execute((bit<32>) TNA_BARRIER_SLOT);
+                        } else if (meta.in_port != meta.bar_parent) {
+                            meta.bar_ahead =
+                                barrier_released_ahead.execute((bit<32>) TNA_BARRIER_SLOT);
+                        } else if (meta.bar_child_mask == 0) {
+                            meta.bar_ahead =
+                                barrier_released_ahead.execute((bit<32>) TNA_BARRIER_SLOT);
+                        } else { /* a RELEASE from the parent */
+                            meta.bar_ahead =
+                                barrier_released_advance.execute((bit<32>) TNA_BARRIER_SLOT);
+                        }
+                    }
+                }
+#else
+                /* access 3: barrier_released, its access chosen per pass (each branch sets it
+                 * once, and the passes exclude each other), then one execute per program: an
+                 * execute in every branch would ask for ten tables in the register's one stage,
+                 * more than placement can hold. The count pass advances it only for a RELEASE
+                 * from the parent (BarrierClassify's tests for BARRIER_ADVANCE's sender); the
+                 * commit pass only if the slot is still this root's, under the configuration
+                 * generation the completion was counted under (an MP write in between replaced
+                 * it: the completion no longer stands and the packet is dropped). One test per
+                 * if: a gateway reads at most 4 bytes. */
+                bit<3> released_access = RELEASED_ACCESS_NONE;
+                if (meta.state_op == STATE_BARRIER_MP_WRITE) {
+                    if (meta.mp_ahead != 0) {
+                        if (meta.mp_ahead[31:31] == 0) {
+                            released_access = RELEASED_ACCESS_WRITE;
+                        }
+                    }
+                } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+                    released_access = RELEASED_ACCESS_READ;
+                } else if (meta.state_op == STATE_BARRIER_EVENT) {
+                    if (meta.arch_commit_pass == 1) {
+                        if (meta.bar_parent == 0) {
+                            if (meta.bar_child_mask != 0) {
+                                if (meta.bar_generation == meta.arch_commit_generation) {
+                                    released_access = RELEASED_ACCESS_ADVANCE; /* it stands */
+                                }
+                            }
+                        }
+                    } else {
+                        compute_cell_tag();
+                        if (hdr.coll.op != OP_RELEASE) {
+                            released_access = RELEASED_ACCESS_AHEAD;
+                        } else if (meta.bar_parent == 0) {
+                            released_access = RELEASED_ACCESS_AHEAD;
+                        } else if (meta.in_port != meta.bar_parent) {
+                            released_access = RELEASED_ACCESS_AHEAD;
+                        } else if (meta.bar_child_mask == 0) {
+                            released_access = RELEASED_ACCESS_AHEAD;
+                        } else {
+                            /* a RELEASE from the parent */
+                            released_access = RELEASED_ACCESS_ADVANCE;
+                        }
+                    }
+                }
+                if (released_access == RELEASED_ACCESS_WRITE) {
+                    barrier_released_write.execute((bit<32>) TNA_BARRIER_SLOT);
+                } else if (released_access == RELEASED_ACCESS_READ) {
+                    meta.bar_released = barrier_released_read.execute((bit<32>) TNA_BARRIER_SLOT);
+                } else if (released_access == RELEASED_ACCESS_AHEAD) {
+                    meta.bar_ahead = barrier_released_ahead.execute((bit<32>) TNA_BARRIER_SLOT);
+                } else if (released_access == RELEASED_ACCESS_ADVANCE) {
+                    meta.bar_ahead = barrier_released_advance.execute((bit<32>) TNA_BARRIER_SLOT);
+                }
+
+#endif
+                /* access 4's index, barrier_cell_index(slot, epoch): one hash of fields set on
+                 * the two paths (two hashes of one register crash p4c-barefoot 1.2.5.16, and a
+                 * second call of one hash gets no control-plane API); an MP read asks about the
+                 * open epoch */
+                bit<TNA_BARRIER_WINDOW_BITS> cell_low =
+                    hdr.coll.epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+#ifndef NETCOLL_NO_MINI_PACKETS
+                epoch_t open_epoch = meta.bar_released + 1;
+                if (meta.state_op == STATE_BARRIER_MP_READ) {
+                    cell_low = open_epoch[TNA_BARRIER_WINDOW_BITS - 1:0];
+                    meta.arch_cell_tag = open_cell_tag_hash.get({open_epoch, meta.bar_generation});
+                }
+#endif
+                bit<32> cell = barrier_cell_hash.get({TNA_BARRIER_SLOT, cell_low});
+
+                /* the verdict, from what the accesses returned, and access 4: barrier_cells */
+                if (meta.state_op == STATE_BARRIER_EVENT) {
+                    if (meta.arch_commit_pass == 0) {
+                        classify.apply(hdr, meta);
+                        if (meta.bar_verdict == BARRIER_COUNT) {
+                            meta.bar_arrived = barrier_cell_merge_arrival.execute(cell);
+                            /* BarrierDecide's asked ports (NETCOLL_SHIM_COMPUTES_ASKED), read only
+                             * after a count: the children not recorded yet, when the slot released
+                             * the epoch before */
+                            if (meta.bar_ahead == 1) {
+                                compute_asked();
+                            } else {
+                                ask_nobody();
+                            }
+                            if (meta.bar_arrived == meta.bar_child_mask) {
+                                meta.bar_complete = 1;
+                                /* A root that just completed must also advance its released
+                                 * epoch: a second access to barrier_released, so the shim
+                                 * resubmits the packet and the commit pass does it. */
+                                if (meta.bar_parent == 0) {
+                                    meta.arch_commit_generation = meta.bar_generation;
+                                    meta.arch_resubmit = 1;
+                                }
+                            } else {
+                                meta.bar_complete = 0;
+                            }
+                        }
+#ifdef NETCOLL_NO_REDUCTION
+                    } else if (meta.arch_commit_stands == 0) {
+                        /* the completion no longer stands (see access 3) */
+                        meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+#else
+                    } else if (released_access != RELEASED_ACCESS_ADVANCE) {
+                        /* the completion no longer stands (see access 3) */
+                        meta.drop_reason = DROP_BARRIER_UNCONFIGURED;
+#endif
+                    } else if (epoch_distance_after(meta.bar_ahead)) {
+                        /* this pass released the epoch: BarrierDecide sends RELEASE down */
+                        meta.bar_verdict = BARRIER_COUNT;
+                        meta.bar_complete = 1;
+                    } else {
+                        /* a duplicate completion raced this one: answer it as a released epoch */
+                        meta.bar_verdict = BARRIER_ANSWER_RELEASE;
+                    }
+#ifndef NETCOLL_NO_MINI_PACKETS
+                } else if (meta.state_op == STATE_BARRIER_MP_READ) {
+                    hdr.mp.aux = barrier_cell_read_arrivals.execute(cell); /* the open epoch's */
+                    hdr.mp.children = meta.bar_child_mask;
+                    hdr.mp.parent_port = meta.bar_parent;
+                    hdr.mp.generation = generation;
+                    hdr.mp.epoch = meta.bar_released;
+                    meta.mp_status = MP_STATUS_OK;
+#endif
+                }
             }
         }
     }
@@ -780,17 +939,20 @@ control AckState(inout headers_t hdr, inout coll_meta_t meta) {
     };
 
     apply {
+        /* outside the state pipe the packet touches no register; an if/else, not a return:
+         * p4c turns a return into a flag set with state_op, and every table after it then
+         * waited on Tofino for the lookups' writes of state_op */
         if (meta.arch_state_elsewhere == 1) {
             meta.state_op = STATE_NEXT_PASS;
-            return;
+        } else {
+            bit<32> cell_index = ack_cell_hash.get({meta.ack_slot,
+                                                    hdr.coll.seg_idx[TNA_ACK_WINDOW_BITS - 1:0]});
+            /* access K1: ack_cells */
+            compute_ack_cell_tag();
+            meta.ack_previous = ack_cell_merge.execute(cell_index);
+            /* access K2: ack_cums */
+            meta.ack_cum = ack_cum_lowest.execute(cell_index);
         }
-        bit<32> cell_index = ack_cell_hash.get({meta.ack_slot,
-                                                hdr.coll.seg_idx[TNA_ACK_WINDOW_BITS - 1:0]});
-        /* access K1: ack_cells */
-        compute_ack_cell_tag();
-        meta.ack_previous = ack_cell_merge.execute(cell_index);
-        /* access K2: ack_cums */
-        meta.ack_cum = ack_cum_lowest.execute(cell_index);
     }
 }
 

@@ -122,7 +122,7 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     apply {
         admission.apply(hdr, meta);
         if (meta.drop_reason == DROP_NONE
-                && !agg_epoch_in_window(hdr.coll.op, meta.bar_ahead, meta.bar_ahead_capped)) {
+                && !agg_epoch_in_window(hdr.coll.op, meta.bar_ahead)) {
             meta.drop_reason = DROP_OUT_OF_WINDOW; /* BarrierState read the released epoch */
         }
         if (meta.drop_reason != DROP_NONE) {
@@ -171,8 +171,6 @@ control BarrierState(inout headers_t hdr, inout coll_meta_t meta) {
         meta.bar_parent_bit = port_bit(meta.bar_parent);
         meta.in_port_match = meta.bar_child_mask & meta.in_port_bit;
         meta.bar_ahead = hdr.coll.epoch - meta.bar_released;
-        meta.bar_ahead_capped = (meta.bar_ahead < NETCOLL_BARRIER_WINDOW + 1)
-            ? meta.bar_ahead : NETCOLL_BARRIER_WINDOW + 1;
     }
 
     action count_arrival() {

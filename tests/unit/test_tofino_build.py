@@ -159,6 +159,64 @@ def test_a_compile_without_a_report_says_so(
     assert "no resources.json under" in capsys.readouterr().out
 
 
+def test_the_full_profile_drops_each_targets_defines(tmp_path: Path) -> None:
+    """--profile full: the whole program on every target (Tofino 1's default leaves the
+    reduction out); --define still adds to it."""
+    log = tmp_path / "calls.txt"
+    fake = tmp_path / "bf-p4c"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    args = build.parse_args(["--out", str(tmp_path / "out"), "--profile", "full", "-D", "X=1"])
+    assert build.run(args, _which({"bf-p4c": str(fake)})) == build.EXIT_OK
+    compiles = [call for call in log.read_text().splitlines() if "--target" in call]
+    assert len(compiles) == 2
+    for call in compiles:
+        assert [w for w in call.split() if w.startswith("-D")] == ["-DX=1"]
+    assert "NETCOLL_NO_REDUCTION" in build.TARGETS[0].defines
+    record = json.loads((tmp_path / "out" / "check.json").read_text())
+    assert record["profile"] == "full"
+
+
+@pytest.mark.parametrize("fits", [True, False], ids=["fits", "too-many-stages"])
+def test_the_assembler_runs_by_hand_when_the_driver_stops_before_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fits: bool
+) -> None:
+    """p4c 1.2.5.16's driver crashes before bfas: bfas beside it is run on the .bfa, and its
+    verdict (stages the device has) is the compile's; the report is printed either way."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    driver = bin_dir / "p4c"
+    driver.write_text(
+        "#!/bin/sh\n"
+        'while [ "$1" != -o ]; do shift; done; out="$2"\n'
+        'mkdir -p "$out/pipe/logs"\n'
+        f'cp {REPORT_SAMPLE}/resources.json "$out/pipe/logs/"\n'
+        'echo "stage 0" > "$out/pipe/netcoll.bfa"\n'
+        f'echo "AttributeError: {build.DRIVER_ASSEMBLER_BUG}" >&2\n'
+        "exit 1\n"
+    )
+    assembler = bin_dir / build.ASSEMBLER
+    assembler.write_text(
+        "#!/bin/sh\nexit 0\n"
+        if fits
+        else "#!/bin/sh\necho 'netcoll.bfa:9: error: tofino supports up to 12 stages, using 20'"
+        " >&2\nexit 1\n"
+    )
+    for tool in (driver, assembler):
+        tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    out_dir = tmp_path / "out"
+    args = build.parse_args(["--out", str(out_dir), "--targets", "tofino"])
+    status = build.run(args, _which({"bf-p4c": str(driver)}))
+    out = capsys.readouterr().out
+    assert status == (build.EXIT_OK if fits else build.EXIT_FAILED)
+    assert f"{assembler} -o {out_dir / 'tofino' / 'pipe'} -g" in out
+    assert "build-tna:     stages: 4 of 12" in out
+    if not fits:
+        assert "tofino supports up to 12 stages, using 20" in out
+    record = json.loads((out_dir / "check.json").read_text())
+    assert record["targets"][0]["assembled_by_hand"] is True
+
+
 def test_the_backend_named_stands_for_its_driver(tmp_path: Path) -> None:
     """TNA_P4C=.../p4c-barefoot compiles through the driver beside it (assembler, reports)."""
     backend, driver = tmp_path / "p4c-barefoot", tmp_path / "p4c"

@@ -122,9 +122,19 @@ def test_missing_fields_are_named(doc: dict[str, Any]) -> None:
     with pytest.raises(ResourceReportError, match=r"mau_stages\[1\]: no 'meter_alus'"):
         resources.parse_resources(broken)
     broken = copy.deepcopy(doc)
-    broken["resources"]["mau"]["mau_stages"][0]["stage_number"] = 12
-    with pytest.raises(ResourceReportError, match=r"outside 0\.\.11"):
+    broken["resources"]["mau"]["mau_stages"][0]["stage_number"] = -1
+    with pytest.raises(ResourceReportError, match="stage -1 is negative"):
         resources.parse_resources(broken)
+
+
+def test_a_placement_longer_than_the_device_is_reported(doc: dict[str, Any]) -> None:
+    """A placement the assembler refuses (more stages than the device has) is read as it is:
+    stages_used says how many it takes."""
+    longer = copy.deepcopy(doc)
+    longer["resources"]["mau"]["mau_stages"][0]["stage_number"] = 15
+    report = resources.parse_resources(longer)
+    assert (report.stages_used, report.n_stages) == (16, 12)
+    assert resources.format_report(report)[0] == "stages: 16 of 12"
     with pytest.raises(ResourceReportError, match="no 'resources'"):
         resources.parse_resources({"schema_version": "2.4.2"})
 

@@ -1,0 +1,212 @@
+"""Classify as one constant table (NETCOLL_CLASSIFY_TABLE, the TNA program's): its entries, read
+from p4src/common/forwarding.p4 and taken first match first, classify every combination of
+Classify's inputs as the reference model's Classify does (controller/switch_model.py, which the
+BMv2 tests check against the v1model program's if statements), NetcollIngress's range check of
+a barrier's communicator included (the table makes it). Frames are long enough: TNA ingress has
+no frame length, so the length test never applies there."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from controller import wire
+from controller.switch_frames import Parsed
+from controller.switch_model import Decision, SwitchModel
+from controller.switch_state import PortRole, SwitchState
+from controller.wire import DropReason, Op
+
+pytestmark = pytest.mark.unit
+
+P4SRC = Path(__file__).resolve().parents[2] / "p4src"
+KEYS = (
+    "parse_error",
+    "coll_valid",
+    "version",
+    "op",
+    "port_role",
+    "src_diff",
+    "my_node",
+    "dst_diff",
+    "payload_len",
+    "flags",
+    "ipv4_valid",
+    "ipv4_prefix",
+    "ipv4_src_diff",
+    "comm_id",
+)
+CLASS_NAMES = {
+    "CLASS_ROUTE": "route",
+    "CLASS_MCAST": "mcast",
+    "CLASS_BARRIER": "barrier",
+    "CLASS_LOCAL": "local",
+    "CLASS_AGG": "agg",
+    "CLASS_ACK_MERGE": "ack_merge",
+}
+PORT, PORT_NODE, MY_NODE = 1, 0x21, 0x4001
+COMM_SLOTS = 256  # NETCOLL_COMM_SLOTS, the model's Sizes().comm_slots
+
+
+@functools.cache
+def _constant(name: str) -> int:
+    text = (P4SRC / "common" / "constants.p4").read_text()
+    found = re.search(rf"const bit<\d+> {name} = (0x[0-9a-fA-F]+|\d+);", text)
+    assert found, f"{name} is not a constant of p4src/common/constants.p4"
+    return int(found.group(1), 0)
+
+
+@dataclass(frozen=True)
+class Entry:
+    match: tuple[str, ...]
+    action: str
+    argument: str | None
+
+
+@functools.cache
+def _entries() -> tuple[Entry, ...]:
+    text = (P4SRC / "common" / "forwarding.p4").read_text()
+    body = text[text.index("table classification") :]
+    body = body[body.index("const entries = {") : body.index("const default_action")]
+    found = re.findall(r"\(([^()]*)\):\s*(\w+)\((\w*)\);", body, re.S)
+    entries = []
+    for match, action, argument in found:
+        fields = tuple(" ".join(f.split()) for f in match.split(","))
+        assert len(fields) == len(KEYS), fields
+        entries.append(Entry(fields, action, argument or None))
+    return tuple(entries)
+
+
+def _value(token: str, agg_payload_bytes: int) -> int:
+    if token == "COMM_SLOT_LAST":
+        return COMM_SLOTS - 1
+    if token == "true":
+        return 1
+    if token == "false":
+        return 0
+    if token == "AGG_PAYLOAD_BYTES":
+        return agg_payload_bytes
+    if re.fullmatch(r"0x[0-9a-fA-F]+|\d+", token):
+        return int(token, 0)
+    return _constant(token)
+
+
+def _matches(field: str, value: int, agg_payload_bytes: int) -> bool:
+    if field == "_":
+        return True
+    if ".." in field:
+        low, high = (_value(t.strip(), agg_payload_bytes) for t in field.split(".."))
+        return low <= value <= high
+    if "&&&" in field:
+        want, mask = (_value(t.strip(), agg_payload_bytes) for t in field.split("&&&"))
+        return value & mask == want & mask
+    return value == _value(field, agg_payload_bytes)
+
+
+def _table(keys: dict[str, int], agg_payload_bytes: int) -> tuple[str | None, int]:
+    """(class, drop reason) of the first entry that matches; the default otherwise."""
+    for entry in _entries():
+        if all(
+            _matches(field, keys[name], agg_payload_bytes)
+            for field, name in zip(entry.match, KEYS, strict=True)
+        ):
+            if entry.action in ("classify_collective", "route_ipv4"):
+                argument = entry.argument or "CLASS_ROUTE"
+                return CLASS_NAMES[argument], DropReason.NONE
+            if entry.action == "classify_barrier":
+                return "barrier", DropReason.NONE
+            if entry.action == "barrier_out_of_range":
+                return "barrier", DropReason.COMM_RANGE
+            assert entry.argument is not None
+            return None, _constant(entry.argument)
+    return None, DropReason.NON_COLLECTIVE
+
+
+def test_the_entries_are_read() -> None:
+    entries = _entries()
+    assert len(entries) > 20
+    assert entries[0].action == "reject" and entries[0].argument == "DROP_MALFORMED"
+
+
+def test_the_table_classifies_as_the_model_does() -> None:
+    model_for = {
+        my_node: SwitchModel(SwitchState(switch=0, node_id=my_node)) for my_node in (0, MY_NODE)
+    }
+    agg_payload_bytes = model_for[0].sizes.agg_payload_bytes
+    checked = 0
+    for (
+        parse_error,
+        kind,
+        version,
+        op,
+        role,
+        src,
+        my_node,
+        dst,
+        payload_len,
+        flags,
+        ipv4_prefix,
+        ipv4_src,
+        comm_id,
+    ) in itertools.product(
+        (False, True),
+        ("coll", "ipv4", "other"),
+        (wire.PROTOCOL_VERSION, wire.PROTOCOL_VERSION + 1),
+        (*range(16), 255),
+        tuple(PortRole),
+        (PORT_NODE, PORT_NODE + 1),
+        (0, MY_NODE),
+        (0, MY_NODE, MY_NODE + 1),
+        (agg_payload_bytes, agg_payload_bytes + 4),
+        (0, wire.Flag.MERGE),
+        (wire.IPV4_PREFIX >> 16, 0x0B00),
+        (PORT_NODE, PORT_NODE + 1),
+        (0, COMM_SLOTS - 1, COMM_SLOTS),
+    ):
+        model = model_for[my_node]
+        model.state.ports = {PORT: (role, PORT_NODE)}
+        parsed = Parsed(parse_error=parse_error)
+        coll_valid = kind == "coll" and not parse_error
+        ipv4_valid = kind == "ipv4" and not parse_error
+        if coll_valid:
+            parsed.coll = wire.Header(
+                op=op,
+                flags=flags,
+                src_node=src,
+                dst_node=dst,
+                payload_len=payload_len,
+                version=version,
+                comm_id=comm_id,
+            )
+        if ipv4_valid:
+            parsed.ipv4_src = 0x0A000000 | ipv4_src
+            parsed.ipv4_dst = (ipv4_prefix << 16) | 0x0005
+        decision = Decision()
+        klass = model._classify(parsed, PORT, 1 << 16, decision)
+        if klass == "barrier" and comm_id >= model.sizes.comm_slots:
+            decision.drop_reason = DropReason.COMM_RANGE  # NetcollIngress's range check
+        keys = {
+            "parse_error": int(parse_error),
+            "coll_valid": int(coll_valid),
+            "version": version,
+            "op": op,
+            "port_role": int(role),
+            "src_diff": src ^ PORT_NODE,
+            "my_node": my_node,
+            "dst_diff": dst ^ my_node,
+            "payload_len": payload_len,
+            "flags": int(flags),
+            "ipv4_valid": int(ipv4_valid),
+            "ipv4_prefix": ipv4_prefix,
+            "ipv4_src_diff": ipv4_src ^ PORT_NODE,
+            "comm_id": comm_id,
+        }
+        assert _table(keys, agg_payload_bytes) == (klass, decision.drop_reason), keys
+        checked += 1
+    assert checked > 100_000
+    assert model_for[0].sizes.comm_slots == COMM_SLOTS
+    assert _constant("OP_MP") == Op.MP

@@ -34,6 +34,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from controller.tofino import resources
+from controller.tofino.assembly import (
+    ASSEMBLER,
+    DRIVER_ASSEMBLER_BUG,
+    resource_summary,
+    run_assembler,
+)
+from controller.tofino.diagnostics import own_warnings, tool_version
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PROGRAM = REPO / "p4src" / "tna" / "netcoll.p4"
@@ -90,10 +97,6 @@ TARGETS = (
 # --profile: "default" compiles each target with its profile above, "full" the whole program
 # (every target without its profile's defines; --define still adds to it)
 PROFILES = ("default", "full")
-# p4c 1.2.5.16's driver (barefoot.py, runAssembler) stops with this before the assembler;
-# the assembler is then run by hand on the compiler's .bfa, as the driver would
-DRIVER_ASSEMBLER_BUG = "'PosixPath' object has no attribute 'find'"
-ASSEMBLER = "bfas"
 
 
 class ConfigError(Exception):
@@ -181,35 +184,6 @@ def find_tofino_compiler(explicit: str | None, which: Which = shutil.which) -> l
     return None
 
 
-def tool_version(command: Sequence[str]) -> str:
-    try:
-        result = subprocess.run(
-            [*command, "--version"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except OSError as exc:
-        return f"unknown ({exc})"
-    lines = (result.stdout + result.stderr).strip().splitlines()
-    # p4c tools print their path first, then "Version 1.2.4.8 (SHA: ...)"
-    versions = [line.strip() for line in lines if "version" in line.lower()]
-    return versions[0] if versions else (lines[0].strip() if lines else "unknown")
-
-
-def own_warnings(diagnostics: str, include_dir: Path) -> int:
-    """Warnings that are not about the architecture files (a newer p4c may warn about those)."""
-    arch_root = include_dir.resolve()
-    count = 0
-    for line in diagnostics.splitlines():
-        if "warning" not in line:
-            continue
-        location = line.split("(", 1)[0].strip()
-        if location and not location.startswith("["):
-            path = Path(location).resolve()
-            if path == arch_root or arch_root in path.parents:
-                continue
-        count += 1
-    return count
-
-
 def typecheck(
     p4test: str, program: Path, include_dir: Path, target: Target, defines: Sequence[str] = ()
 ) -> Outcome:
@@ -288,67 +262,16 @@ def compile_for(
     return outcome
 
 
-def find_assembler(compiler: Sequence[str], which: Which = shutil.which) -> str | None:
-    """bfas beside the compiler's driver, else on PATH."""
-    beside = Path(compiler[0]).resolve().parent / ASSEMBLER
-    if beside.is_file():
-        return str(beside)
-    return which(ASSEMBLER)
-
-
 def assemble_by_hand(
     compiler: Sequence[str], target_dir: Path, outcome: Outcome, timeout_s: float
 ) -> None:
-    """The driver crashed before its assembler: run bfas on each pipe's .bfa into the pipe's
-    directory. The outcome becomes the assembler's (which checks the stages the device has)."""
-    assembler = find_assembler(compiler)
-    sources = sorted(target_dir.glob("*/*.bfa"))
-    note = "the driver stopped before the assembler (p4c 1.2.5.16 barefoot.py runAssembler)"
-    if assembler is None or not sources:
-        outcome.diagnostics += f"\n{note}; no {ASSEMBLER} or no .bfa to run it on"
-        return
-    ok = True
-    for source in sources:
-        command = [assembler, "-o", str(source.parent), "-g", str(source)]
-        try:
-            result = subprocess.run(
-                command, capture_output=True, text=True, check=False, timeout=timeout_s
-            )
-        except subprocess.TimeoutExpired:
-            outcome.diagnostics += f"\n{' '.join(command)}: ran past {timeout_s:.0f} s"
-            ok = False
-            continue
-        errors = [line for line in (result.stdout + result.stderr).splitlines() if "error" in line]
-        verdict = "passed" if result.returncode == 0 else "failed"
-        outcome.diagnostics = "\n".join(
-            [outcome.diagnostics, f"{note}; ran {' '.join(command)}: {verdict}", *errors]
-        )
-        ok = ok and result.returncode == 0
-    outcome.ok = ok
-    outcome.assembled_by_hand = True
-
-
-def resource_summary(target_dir: Path) -> tuple[dict[str, Any], list[str]]:
-    """The compile's resource report as plain data and as printable lines.
-
-    A compile that succeeded without a readable report is not failed for it: the lines say
-    what is missing, the data records it."""
-    try:
-        report = resources.read_report(target_dir)
-    except resources.ResourceReportError as exc:
-        return {"report_error": str(exc)}, [f"resource report unreadable: {exc}"]
-    if report is None:
-        return (
-            {"report_error": "no resources.json"},
-            [f"no resources.json under {target_dir} (the compiler writes it with -g)"],
-        )
-    summary = report.summary()
-    log = resources.find_report(target_dir, "mau.resources.log")
-    if log is not None:
-        summary["mau_resources_log"] = str(log)
-    lines = resources.format_report(report)
-    lines.append(f"report: {report.source}" + (f", {log}" if log is not None else ""))
-    return summary, lines
+    """The driver crashed before its assembler: the outcome becomes the assembler's, run by
+    hand (which checks the stages the device has), if there was one to run."""
+    ok, lines = run_assembler(compiler, target_dir, timeout_s)
+    outcome.diagnostics = "\n".join([outcome.diagnostics, *lines])
+    if ok is not None:
+        outcome.ok = ok
+        outcome.assembled_by_hand = True
 
 
 def report(outcomes: Sequence[Outcome], out: TextIO | None = None) -> None:

@@ -28,7 +28,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -37,6 +37,7 @@ from controller.tofino import resources
 from controller.tofino.assembly import (
     ASSEMBLER,
     DRIVER_ASSEMBLER_BUG,
+    Which,
     resource_summary,
     run_assembler,
 )
@@ -60,8 +61,6 @@ ARCH_FILES = ("tna.p4", "t2na.p4")
 # Where p4c installs its include files when no tool points elsewhere.
 STANDARD_INCLUDE_DIRS = (Path("/usr/local/share/p4c/p4include"), Path("/usr/share/p4c/p4include"))
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
-
-Which = Callable[[str], str | None]
 
 
 @dataclass(frozen=True, slots=True)

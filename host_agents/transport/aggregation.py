@@ -186,8 +186,8 @@ class CoRoots:
             self.endpoint.stats.acks_sent += 1
         elif (
             self.cfg.dsack_learning
-            and ack.msg_len != wire.HELD_UNKNOWN
-            and ack.msg_len / 1e6 < self._probe_delay()
+            and (held := wire.held_seconds(ack.msg_len)) is not None
+            and held < self._probe_delay()
         ):
             # it got the segment while we waited: slow, and a longer wait would have spared
             # the repair (one held longer lost its ACK instead, and the repair was needed)

@@ -294,9 +294,11 @@ class Unicast:
         if before is None:
             return  # not one we resent, or already learnt from
         self.endpoint.stats.spurious_retransmissions += 1
-        rtt = self.loop.time() - before - hdr.msg_len / 1e6
-        if self.cfg.dsack_learning and hdr.msg_len != wire.HELD_UNKNOWN and rtt > 0:
-            peer.rtt.sample(min(rtt, self.cfg.rto_max), self.cfg)
+        held = wire.held_seconds(hdr.msg_len)
+        if self.cfg.dsack_learning and held is not None:
+            rtt = self.loop.time() - before - held
+            if rtt > 0:
+                peer.rtt.sample(min(rtt, self.cfg.rto_max), self.cfg)
 
     # -- receiving --------------------------------------------------------------------------
 

@@ -18,6 +18,8 @@ PROTOCOL_PATHS = (
     "host_agents",
     "mininet_topos/links",
 )
+# Inside those, what no BMv2 run executes: the Tofino build and BfRt driver.
+NOT_PROTOCOL = ("controller/tofino",)
 
 
 def now() -> str:
@@ -51,8 +53,16 @@ def protocol(rev: str = "HEAD") -> str:
     """A short digest of :data:`PROTOCOL_PATHS` at ``rev`` (from git's object ids, so any
     commit git knows can be named), ``+changes`` when the working tree differs there from
     HEAD; ``unknown`` without git or that commit."""
-    ids = _git("rev-parse", *(f"{rev}:{path}" for path in PROTOCOL_PATHS))
-    if ids is None:
+    # every blob's id and path under the protocol's paths, the excluded subtrees left out
+    listing = _git("ls-tree", "-r", "--full-tree", rev, "--", *PROTOCOL_PATHS)
+    if not listing:
         return "unknown"
-    digest = hashlib.sha1(ids.encode()).hexdigest()[:10]
-    return digest + ("+changes" if rev == "HEAD" and _changed(*PROTOCOL_PATHS) else "")
+    kept = [line for line in listing.splitlines() if not _excluded(line.split("\t", 1)[-1])]
+    digest = hashlib.sha1("\n".join(kept).encode()).hexdigest()[:10]
+    excludes = [f":(exclude){path}" for path in NOT_PROTOCOL]
+    changed = rev == "HEAD" and _changed(*PROTOCOL_PATHS, *excludes)
+    return digest + ("+changes" if changed else "")
+
+
+def _excluded(path: str) -> bool:
+    return any(path == top or path.startswith(top + "/") for top in NOT_PROTOCOL)

@@ -201,6 +201,9 @@ def test_the_protocol_digest_follows_the_protocol_code_not_the_commit() -> None:
     # the Tofino shim is not the program BMv2 runs: a change to it alone is the same protocol
     tna_only = "41e1885"  # changed only p4src/tna/state.p4
     assert provenance.protocol(tna_only) == provenance.protocol(f"{tna_only}~1")
+    # nor is the Tofino build and BfRt driver, though it lives under controller/
+    tofino_driver_only = "b5c3941"  # changed only controller/tofino/
+    assert provenance.protocol(tofino_driver_only) == provenance.protocol(f"{tofino_driver_only}~1")
     assert provenance.protocol("no-such-commit") == "unknown"
 
 

@@ -194,6 +194,11 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
     Counter<bit<32>, bit<32>>(NETCOLL_PORT_COUNTERS, CounterType_t.PACKETS_AND_BYTES) rx_port_op;
     Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
         drop_reasons;
+    /* The two drops the shim decides last, each counted where it is decided: were they written
+     * into drop_reason, drop_reasons would wait a stage for them (a 13th on Tofino 1). The
+     * control plane adds them to drop_reasons' DROP_NO_ROUTE and DROP_EMPTY_TREE. */
+    Counter<bit<32>, bit<32>>(1, CounterType_t.PACKETS_AND_BYTES) no_route_drops;
+    Counter<bit<32>, bit<32>>(1, CounterType_t.PACKETS_AND_BYTES) empty_tree_drops;
     NetcollIngress() netcoll;
     CounterColumn() column_lookup;
 #ifndef NETCOLL_NO_REDUCTION
@@ -206,8 +211,8 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
 
     /* A logical port the control plane has not mapped: treat as having no route. */
     action no_dev_port() {
-        md.coll.drop_reason = DROP_NO_ROUTE;
         ig_dprsr_md.drop_ctl = 1;
+        no_route_drops.count(0); /* DROP_NO_ROUTE */
     }
 
     /* Logical port -> dev port, for unicasts and replies (a reply's out_port is its in_port;
@@ -362,8 +367,9 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
          * only for a multicast; one that prunes nothing resets it) */
         ingress_prune_id.apply();
         md.coll.frame_len = 0; /* TNA ingress has no packet length: the check is skipped */
-        /* if statements, not conditional expressions: Tofino's actions cannot test */
-        md.coll.parse_error = 0;
+        /* an if statement, not a conditional expression: Tofino's actions cannot test. The
+         * parser zeroed parse_error (md = { ... }): writing 0 here as well cost Tofino 2 a
+         * stage before the classification table. */
         if (ig_prsr_md.parser_err != 0) {
             md.coll.parse_error = 1;
         }
@@ -448,8 +454,8 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                         ig_tm_md.mcast_grp_a = md.coll.mcast_grp;
                     } else if (md.coll.replication_group == 0) {
                         /* ChildReplication: no replication groups installed yet */
-                        md.coll.drop_reason = DROP_EMPTY_TREE;
                         ig_dprsr_md.drop_ctl = 1;
+                        empty_tree_drops.count(0); /* DROP_EMPTY_TREE */
                     } else {
                         ig_tm_md.mcast_grp_a = md.coll.replication_group;
                     }
@@ -463,7 +469,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t md,
                     md.coll.counter_column[TNA_COUNTER_COLUMN_BITS - 1:0]});
                 rx_port_op.count(rx_index);
             }
-            if (md.coll.drop_reason != DROP_NONE) { /* after dev_port_map, which may set it */
+            if (md.coll.drop_reason != DROP_NONE) { /* NetcollIngress's verdict */
                 drop_reasons.count((bit<32>) md.coll.drop_reason);
             }
         }

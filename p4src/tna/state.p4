@@ -208,21 +208,39 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
         } \
     };
 
-/* Into the register's representation (and back: XOR is its own inverse). */
+/* Into the register's representation (and back: XOR is its own inverse), the mask an action's
+ * data: a mask in PHV, read by all 32 lanes' instructions, tied the lanes into one cluster
+ * that Tofino 2's PHV allocation could not place (p4c-barefoot 1.2.5.16). */
 #define TNA_AGG_LANE_MASK(i) \
-    hdr.agg.l##i = hdr.agg.l##i ^ mask;
+    hdr.agg.l##i = hdr.agg.l##i ^ lane_mask;
 
-/* Access A3 of lane i at the slot index: one of its four programs (a read: ADD). */
+/* Access A3 of lane i at the slot index: one of its four programs, chosen by a constant table
+ * on the program (agg_op_program gives a read ADD; an action that addresses a register
+ * through the hash unit cannot be a default). A table, not an if/else per program:
+ * that made four tables and three gateways of each lane, and Tofino 2's table placement of
+ * the 32 lanes ran out of memory (17 GB, p4c-barefoot 1.2.5.16). */
 #define TNA_AGG_LANE_EXECUTE(i) \
-    if (alu == TNA_AGG_ALU_ADD || meta.agg_lane_mode == AGG_LANES_READ) { \
-        hdr.agg.l##i = agg_lane_##i##_add.execute(slot); \
-    } else if (alu == TNA_AGG_ALU_XOR) { \
-        hdr.agg.l##i = agg_lane_##i##_xor.execute(slot); \
-    } else if (alu == TNA_AGG_ALU_OR) { \
-        hdr.agg.l##i = agg_lane_##i##_or.execute(slot); \
-    } else { \
-        hdr.agg.l##i = agg_lane_##i##_umin.execute(slot); \
+    action agg_lane_##i##_run_add() { hdr.agg.l##i = agg_lane_##i##_add.execute(lane_slot); } \
+    action agg_lane_##i##_run_xor() { hdr.agg.l##i = agg_lane_##i##_xor.execute(lane_slot); } \
+    action agg_lane_##i##_run_or() { hdr.agg.l##i = agg_lane_##i##_or.execute(lane_slot); } \
+    action agg_lane_##i##_run_umin() { hdr.agg.l##i = agg_lane_##i##_umin.execute(lane_slot); } \
+    table agg_lane_##i##_program { \
+        key = { alu: exact; } \
+        actions = { \
+            agg_lane_##i##_run_add; agg_lane_##i##_run_xor; agg_lane_##i##_run_or; \
+            agg_lane_##i##_run_umin; NoAction; \
+        } \
+        const entries = { \
+            TNA_AGG_ALU_ADD: agg_lane_##i##_run_add(); \
+            TNA_AGG_ALU_XOR: agg_lane_##i##_run_xor(); \
+            TNA_AGG_ALU_OR: agg_lane_##i##_run_or(); \
+            TNA_AGG_ALU_UMIN: agg_lane_##i##_run_umin(); \
+        } \
+        const default_action = NoAction(); /* a program is one of the four */ \
+        size = 4; \
     }
+
+#define TNA_AGG_LANE_APPLY(i) agg_lane_##i##_program.apply();
 
 /* The slot's lanes (access A3), applied by the shim after NetcollIngress: nothing after the
  * lanes reads them, and in a block of their own at the end of ingress they keep every
@@ -235,41 +253,69 @@ control AggLanes(inout headers_t hdr, in coll_meta_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_lane_slot_hash;
     NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_REGISTER)
 
-    /* The operation's program and lane mask (see TNA_AGG_ALU_*): a table, since an action
-     * cannot test the operation. Unknown operations were refused by admission. */
+    /* The operation's program and lane mask (see TNA_AGG_ALU_*): constant tables, since an
+     * action cannot test the operation; one masks the lanes on the way in and picks the
+     * program (a read: ADD, which leaves the lane as it is), the other masks them on the way
+     * out (a table is applied once per pass). Unknown operations were refused by admission. */
     bit<8> alu;
-    bit<32> mask;
-    action agg_program(bit<8> program, bit<32> lane_mask) {
+    bit<32> lane_slot; /* AggState's slot index (one hash per register: these are others) */
+    action agg_lanes_in(bit<8> program, bit<32> lane_mask) {
         alu = program;
-        mask = lane_mask;
+        NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
     }
+#define TNA_AGG_OP_READ(op, program, lane_mask) \
+            (op, AGG_LANES_READ): agg_lanes_in(TNA_AGG_ALU_ADD, lane_mask);
+#define TNA_AGG_OP_UPDATE(op, program, lane_mask) \
+            (op, _): agg_lanes_in(program, lane_mask);
+#define TNA_AGG_OP_ENTRIES(ENTRY) \
+            ENTRY(AGG_SUM, TNA_AGG_ALU_ADD, 0) \
+            ENTRY(AGG_XOR, TNA_AGG_ALU_XOR, 0) \
+            ENTRY(AGG_AND, TNA_AGG_ALU_OR, 0xFFFFFFFF) /* OR on complements */ \
+            ENTRY(AGG_OR, TNA_AGG_ALU_OR, 0) \
+            ENTRY(AGG_MIN, TNA_AGG_ALU_UMIN, 0x80000000) /* sign flipped */ \
+            ENTRY(AGG_MAX, TNA_AGG_ALU_UMIN, 0x7FFFFFFF) /* order reversed */
     table agg_op_program {
-        key = { hdr.coll.tree: exact; }
-        actions = { agg_program; }
-        const entries = {
-            AGG_SUM: agg_program(TNA_AGG_ALU_ADD, 0);
-            AGG_XOR: agg_program(TNA_AGG_ALU_XOR, 0);
-            AGG_AND: agg_program(TNA_AGG_ALU_OR, 0xFFFFFFFF); /* OR on complements */
-            AGG_OR: agg_program(TNA_AGG_ALU_OR, 0);
-            AGG_MIN: agg_program(TNA_AGG_ALU_UMIN, 0x80000000); /* sign flipped */
-            AGG_MAX: agg_program(TNA_AGG_ALU_UMIN, 0x7FFFFFFF); /* order reversed */
+        key = {
+            hdr.coll.tree: exact;
+            meta.agg_lane_mode: ternary;
         }
-        const default_action = agg_program(TNA_AGG_ALU_UMIN, 0);
+        actions = { agg_lanes_in; }
+        const entries = { /* first match: reads first */
+            TNA_AGG_OP_ENTRIES(TNA_AGG_OP_READ)
+            TNA_AGG_OP_ENTRIES(TNA_AGG_OP_UPDATE)
+        }
+        const default_action = agg_lanes_in(TNA_AGG_ALU_UMIN, 0);
+        size = 16;
+    }
+    action agg_lanes_out(bit<32> lane_mask) {
+        NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
+    }
+#define TNA_AGG_OP_UNMASK(op, program, lane_mask) op: agg_lanes_out(lane_mask);
+    table agg_op_unmask {
+        key = { hdr.coll.tree: exact; }
+        actions = { agg_lanes_out; }
+        const entries = {
+            TNA_AGG_OP_ENTRIES(TNA_AGG_OP_UNMASK)
+        }
+        const default_action = agg_lanes_out(0);
         size = 8;
     }
+#undef TNA_AGG_OP_READ
+#undef TNA_AGG_OP_UPDATE
+#undef TNA_AGG_OP_UNMASK
+#undef TNA_AGG_OP_ENTRIES
+    NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
 
     apply {
         if (hdr.agg.isValid()) {
-            /* AggState's slot index (one hash per register: these are other registers) */
-            bit<32> slot = agg_lane_slot_hash.get({hdr.coll.comm_id,
-                                                   hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
-            agg_op_program.apply();
+            lane_slot = agg_lane_slot_hash.get({hdr.coll.comm_id,
+                                                hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
             /* into the register's representation, off the chain of the slot's stages */
-            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
+            agg_op_program.apply();
             if (meta.agg_lane_mode != AGG_LANES_NONE) {
-                NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
+                NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_APPLY)
             }
-            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK) /* and back */
+            agg_op_unmask.apply(); /* and back */
         }
     }
 }

@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 STATE_P4 = REPO / "p4src" / "tna" / "state.p4"
 REPORT_SAMPLE = REPO / "tests" / "unit" / "data" / "tofino" / "pipe" / "logs"
 PORTING_DOC = REPO / "docs" / "porting-to-tofino.md"
+COMPILED_TNA = REPO / "build" / "tna"  # make build-tna's output
 
 
 def _tools() -> tuple[str | None, Path | None, str | None]:
@@ -350,3 +351,38 @@ def test_every_register_action_is_executed() -> None:
 def test_review_table_lists_every_register_action() -> None:
     rows = re.findall(rf"^\| `({NAME})` \| `({NAME})` \|", PORTING_DOC.read_text(), re.MULTILINE)
     assert set(rows) == _register_actions()
+
+
+# -- what the Tofino compiler placed ------------------------------------------------------------
+
+
+def _compiled_record(target: build.Target) -> dict[str, object]:
+    """make build-tna's record of target compiled by a Tofino compiler with its default profile
+    from the current P4 sources; skips, saying what to run, where there is none (a compile
+    takes minutes for Tofino 1 and a quarter of an hour for Tofino 2: not a unit test's)."""
+    rerun = f"make build-tna TNA_P4C=<p4c-barefoot or bf-p4c> (target {target.name})"
+    try:
+        record = json.loads((COMPILED_TNA / "check.json").read_text())
+    except (OSError, ValueError):
+        pytest.skip(f"no record of a Tofino compile: {rerun}")
+    if record.get("check") != "tofino-compiler" or record.get("profile", "default") != "default":
+        pytest.skip(f"the last make build-tna was no default-profile compile: {rerun}")
+    if record.get("defines"):
+        pytest.skip(f"the last make build-tna added defines {record['defines']}: {rerun}")
+    compiled = [t for t in record.get("targets", []) if t.get("target") == target.name]
+    newest_source = max(p.stat().st_mtime for p in (REPO / "p4src").rglob("*.p4"))
+    if not compiled or (COMPILED_TNA / "check.json").stat().st_mtime < newest_source:
+        pytest.skip(f"no compile of the current sources for {target.name}: {rerun}")
+    return dict(compiled[0])
+
+
+@pytest.mark.parametrize("target", build.TARGETS, ids=lambda t: t.name)
+def test_each_targets_default_profile_fits_its_device(target: build.Target) -> None:
+    """The compiler (and, where the driver stops before it, the assembler) accepted the
+    program, and the placement uses no more stages than the device has: Tofino 1's default
+    profile needed 13 of 12 until its last two drops were counted where they are decided."""
+    compiled = _compiled_record(target)
+    assert compiled["ok"], f"make build-tna failed for {target.name}: {compiled.get('command')}"
+    resources = compiled.get("resources")
+    assert isinstance(resources, dict) and resources, "no resource report in the record"
+    assert 0 < resources["stages_used"] <= resources["stages_available"]

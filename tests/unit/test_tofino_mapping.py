@@ -320,9 +320,9 @@ def test_bfrt_json_check_finds_wrong_names(entries: list[BfrtEntry]) -> None:
 def _compiled_bfrt(target: build.Target, scratch: Path) -> Path:
     """bfrt.json of the TNA program compiled for target: make build-tna's if it is newer than
     every P4 source and that run compiled the target, else the compiler's schema alone, written
-    into scratch once the midend is through (the back end, which does not fit the program yet
-    and takes many minutes, is skipped: docs/porting-to-tofino.md). Skips, with its reason,
-    where no Tofino compiler is installed."""
+    into scratch once the midend is through (the back end takes minutes, a quarter of an hour
+    for Tofino 2: docs/porting-to-tofino.md). Skips, with its reason, where no Tofino compiler
+    is installed."""
     try:
         compiler = build.find_tofino_compiler(os.environ.get(build.COMPILER_VARIABLE) or None)
     except build.ConfigError as exc:

@@ -47,6 +47,16 @@ def _tools() -> tuple[str | None, Path | None, str | None]:
 
 
 P4TEST, INCLUDE_DIR, SKIP_REASON = _tools()
+
+
+@pytest.fixture(autouse=True)
+def _no_compiler_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests pass their compilers (stand-ins) explicitly: a developer's TNA_P4C, set to run
+    the BfRt test against a real compiler, must not replace them (it made the stand-in tests
+    fail with 'TNA_P4C=... is not an executable on PATH')."""
+    monkeypatch.delenv(build.COMPILER_VARIABLE, raising=False)
+
+
 needs_tools = pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")
 
 

@@ -16,10 +16,12 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from controller.tofino import build
+from tests import tna_compiles
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +29,6 @@ REPO = Path(__file__).resolve().parents[2]
 STATE_P4 = REPO / "p4src" / "tna" / "state.p4"
 REPORT_SAMPLE = REPO / "tests" / "unit" / "data" / "tofino" / "pipe" / "logs"
 PORTING_DOC = REPO / "docs" / "porting-to-tofino.md"
-COMPILED_TNA = REPO / "build" / "tna"  # make build-tna's output
 
 
 def _tools() -> tuple[str | None, Path | None, str | None]:
@@ -366,24 +367,22 @@ def test_review_table_lists_every_register_action() -> None:
 # -- what the Tofino compiler placed ------------------------------------------------------------
 
 
-def _compiled_record(target: build.Target) -> dict[str, object]:
+def _compiled_record(target: build.Target) -> dict[str, Any]:
     """make build-tna's record of target compiled by a Tofino compiler with its default profile
     from the current P4 sources; skips, saying what to run, where there is none (a compile
     takes minutes for Tofino 1 and a quarter of an hour for Tofino 2: not a unit test's)."""
     rerun = f"make build-tna TNA_P4C=<p4c-barefoot or bf-p4c> (target {target.name})"
-    try:
-        record = json.loads((COMPILED_TNA / "check.json").read_text())
-    except (OSError, ValueError):
+    record = tna_compiles.build_record()
+    if record is None:
         pytest.skip(f"no record of a Tofino compile: {rerun}")
     if record.get("check") != "tofino-compiler" or record.get("profile", "default") != "default":
         pytest.skip(f"the last make build-tna was no default-profile compile: {rerun}")
     if record.get("defines"):
         pytest.skip(f"the last make build-tna added defines {record['defines']}: {rerun}")
-    compiled = [t for t in record.get("targets", []) if t.get("target") == target.name]
-    newest_source = max(p.stat().st_mtime for p in (REPO / "p4src").rglob("*.p4"))
-    if not compiled or (COMPILED_TNA / "check.json").stat().st_mtime < newest_source:
+    compiled = tna_compiles.compiled_target(record, target.name)
+    if compiled is None or tna_compiles.RECORD.stat().st_mtime < tna_compiles.newest_p4_source():
         pytest.skip(f"no compile of the current sources for {target.name}: {rerun}")
-    return dict(compiled[0])
+    return compiled
 
 
 @pytest.mark.parametrize("target", build.TARGETS, ids=lambda t: t.name)

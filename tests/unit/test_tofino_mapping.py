@@ -21,12 +21,12 @@ from controller.switch_state import PortRole, SwitchState, port_bit
 from controller.tofino import bfrt, bfrt_grpc, build
 from controller.tofino.bfrt import BfrtEntry, PortPlan, TofinoMappingError
 from controller.topology_build import parse_spec
+from tests import tna_compiles
 
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
 P4SRC = REPO / "p4src"
-COMPILED_TNA = REPO / "build" / "tna"  # make build-tna's output
 
 
 @pytest.fixture(scope="module")
@@ -332,16 +332,11 @@ def _compiled_bfrt(target: build.Target, scratch: Path) -> Path:
             f"no Tofino compiler ({' / '.join(build.TOFINO_COMPILERS)} / p4c with "
             f"{build.OPEN_SOURCE_BACKEND}; set {build.COMPILER_VARIABLE})"
         )
-    made = COMPILED_TNA / target.name / "bfrt.json"
-    newest_source = max(p.stat().st_mtime for p in P4SRC.rglob("*.p4"))
-    try:
-        record = json.loads((COMPILED_TNA / "check.json").read_text())
-        compiled = record["check"] == "tofino-compiler" and any(
-            t["target"] == target.name and t["ok"] for t in record["targets"]
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        compiled = False
-    if compiled and made.exists() and made.stat().st_mtime >= newest_source:
+    made = tna_compiles.COMPILED_TNA / target.name / "bfrt.json"
+    record = tna_compiles.build_record()
+    entry = tna_compiles.compiled_target(record, target.name) if record else None
+    fresh = made.exists() and made.stat().st_mtime >= tna_compiles.newest_p4_source()
+    if entry is not None and entry.get("ok") and fresh:
         return made
     outcome = build.compile_for(
         compiler, build.DEFAULT_PROGRAM, scratch, target, schema_only=True, timeout_s=300

@@ -20,6 +20,11 @@ PROTOCOL_PATHS = (
 )
 # Inside those, what no BMv2 run executes: the Tofino build and BfRt driver.
 NOT_PROTOCOL = ("controller/tofino",)
+# The two above in words, for reports that name what a protocol digest covers.
+PROTOCOL_COVERS = (
+    "the P4 program BMv2 runs, the control plane (not its Tofino driver), the host agents "
+    "and the link emulator"
+)
 
 
 def now() -> str:

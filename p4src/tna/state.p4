@@ -216,9 +216,9 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
 
 /* Access A3 of lane i at the slot index: one of its four programs, chosen by a constant table
  * on the program (agg_op_program gives a read ADD; an action that addresses a register
- * through the hash unit cannot be a default). A table, not an if/else per program:
- * that made four tables and three gateways of each lane, and Tofino 2's table placement of
- * the 32 lanes ran out of memory (17 GB, p4c-barefoot 1.2.5.16). */
+ * through the hash unit cannot be a default). A table, not an if/else per program: each
+ * branch was a table behind gateways of its own, and Tofino 2's table placement of the 32
+ * lanes ran out of memory (17 GB, p4c-barefoot 1.2.5.16). */
 #define TNA_AGG_LANE_EXECUTE(i) \
     action agg_lane_##i##_run_add() { hdr.agg.l##i = agg_lane_##i##_add.execute(lane_slot); } \
     action agg_lane_##i##_run_xor() { hdr.agg.l##i = agg_lane_##i##_xor.execute(lane_slot); } \
@@ -310,7 +310,9 @@ control AggLanes(inout headers_t hdr, in coll_meta_t meta) {
         if (hdr.agg.isValid()) {
             lane_slot = agg_lane_slot_hash.get({hdr.coll.comm_id,
                                                 hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
-            /* into the register's representation, off the chain of the slot's stages */
+            /* into the register's representation; keyed on the lane mode too (a read runs
+             * ADD), so it waits for AggClassify, a stage before the lanes
+             * (docs/porting-to-tofino.md, Tofino 2) */
             agg_op_program.apply();
             if (meta.agg_lane_mode != AGG_LANES_NONE) {
                 NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_APPLY)

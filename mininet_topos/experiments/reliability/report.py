@@ -4,14 +4,9 @@ they ran, and what the link emulator carried meanwhile. Pure rendering: no netwo
 
 from __future__ import annotations
 
+from mininet_topos.experiments.provenance import PROTOCOL_COVERS
 from mininet_topos.experiments.reliability.results import Cell, CellKey, Results
 from mininet_topos.links.linkfaults import Impairment
-
-# what the protocol digest (provenance.protocol) covers, as the report names it
-DIGEST_COVERS = (
-    "the P4 program BMv2 runs, the control plane (not its Tofino driver), the host agents "
-    "and the link emulator"
-)
 
 FUZZING = (
     "Bad input is covered by the `reliability` test tier (`make test-reliability`): 10,000\n"
@@ -96,13 +91,13 @@ def _protocols(results: Results) -> list[str]:
         return [
             "",
             f"Every part measured one protocol version ({versions[0] or '?'}: a digest of "
-            f"{DIGEST_COVERS}, in the runs table).",
+            f"{PROTOCOL_COVERS}, in the runs table).",
         ]
     named = ", ".join(v or "?" for v in versions)
     return [
         "",
         f"The parts measured {len(versions)} protocol versions ({named}: a digest of "
-        f"{DIGEST_COVERS}, in the runs table); the commits of the runs say what changed "
+        f"{PROTOCOL_COVERS}, in the runs table); the commits of the runs say what changed "
         "between them.",
     ]
 

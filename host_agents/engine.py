@@ -45,7 +45,7 @@ from host_agents.transport.messages import Incoming, Source
 from host_agents.transport.multicast_receiver import MulticastReceiver
 from host_agents.transport.multicast_root import MulticastRoots
 from host_agents.transport.probes import Probes
-from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests
+from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests, ask_slot
 from host_agents.transport.queue_delay import QUEUED_OPS, QueueDelay
 from host_agents.transport.switch_reduce import SwitchReduce
 from host_agents.transport.unicast import Unicast
@@ -253,14 +253,12 @@ class Engine:
         self._unicast.ask_resend(msg)
 
     def request_missing(self, msg: Incoming, root: int) -> None:
-        """Ask the root of a published multicast for every segment ``msg`` still lacks; the
-        caller decides when (after a silence: under load, slow is not lost)."""
+        """Ask the root of a published multicast for what ``msg`` lacks (the caller: when)."""
         self._repairs.request_missing(msg, root)
 
-    def repair_pacer(self, window: int) -> RepairPacer:
-        """When and whom to ask for repairs while waiting for many published multicasts;
-        ``window``: how many roots may have published before the next one's data is here."""
-        return self._repairs.pacer(window)
+    def repair_pacer(self, window: int, members: tuple[int, ...] = ()) -> RepairPacer:
+        """publish.RepairPacer, with the ask slot of this node's place among ``members``."""
+        return self._repairs.pacer(window, slot=ask_slot(self.node, members, self.directory.places))
 
     @property
     def repair_quiet(self) -> float:
@@ -398,11 +396,13 @@ class Engine:
         ranges = unpack_ranges(payload)
         key = McastKey.of(hdr)
         published = self._publisher.holds(key)
-        if not published and hdr.root_node == self.node and not self._roots.is_rooting(key):
-            return  # ours, not yet published or already withdrawn: nothing to repair from
-        refusal = self.entitled.feedback(hdr, published=published)
+        unheld = not published and hdr.root_node == self.node and not self._roots.is_rooting(key)
+        refusal = self.entitled.feedback(hdr, published=published or unheld)
         if refusal is not None:
             self.drop(refusal, hdr)
+            return
+        if unheld:  # ours, not published yet or withdrawn: nothing to repair from, counted
+            self._publisher.unanswerable(key)
             return
         if published:
             self._publisher.repair(key, hdr.src_node, ranges)

@@ -282,7 +282,7 @@ class EngineContext:
         self.comm.in_background(confirm())
 
     def repair_pacer(self, window: int) -> RepairPacing:
-        return _RankPacer(self.engine.repair_pacer(window), self.node)
+        return _RankPacer(self.engine.repair_pacer(window, self.members), self.node)
 
     @property
     def progress_timeout(self) -> float:

@@ -174,7 +174,11 @@ async def innet(ctx: Ctx, recvbuf: bytearray, block: int) -> None:
                 pacer.arrived(now)
             elif now - pacer.silent_since > ctx.progress_timeout:
                 missing = sorted(pending)[:8]
-                raise ctx.error(f"blocks of ranks {missing} never arrived ({len(pending)} missing)")
+                asks = [pending[r].repair_asks for r in missing]  # NACKs sent to each
+                raise ctx.error(
+                    f"blocks of ranks {missing} never arrived ({len(pending)} missing; "
+                    f"asked {asks} times)"
+                )
             if pending:
                 pacer.tick(pending, now)
     except BaseException:

@@ -6,7 +6,10 @@ says everyone has everything). Receivers ask the root for what is missing when a
 (:class:`RepairRequests`); the pause adapts, growing when a repair turns out to be a duplicate,
 and an unanswered request is repeated after the measured repair round trip.
 A receiver waiting for many roots at once paces its requests (:class:`RepairPacer`): asking
-every root on every silence is a NACK storm that starves the data it asks for.
+every root on every silence is a NACK storm that starves the data it asks for. Receivers that
+lost the same frame (a drop high in the tree) would all ask at once; instead they ask in
+:func:`ask_slot` order, one repair round trip apart, so that the root's multicast repair, sent
+once the first slot's asks show the drop was high, reaches the later slots before they ask.
 
 The root answers a request with at most :data:`REPAIR_BURST` segments, by unicast to the asker,
 or by one multicast once receivers on two routers of one group asked for the same segment, or
@@ -17,6 +20,7 @@ spreads over hundreds of milliseconds, so they are counted over ``repair_quiet_m
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -36,6 +40,8 @@ REPAIR_BURST = 16  # segments one NACK of a published multicast gets resent at m
 # third fewer multicasts and duplicates, but more asks and unicasts: 1.54 retransmissions and
 # 2.1 NACKs per frame lost at 1% loss on BMv2 against 1.40 and 1.9 with 4
 MULTICAST_REPAIR_ASKERS = 4
+# withdrawn multicasts a root remembers (a few operations' worth) to count late NACKs apart
+WITHDRAWN_REMEMBERED = 64
 # roots a receiver asks for repairs after one silence: the first silences under load are mostly
 # data still queued, and asking every root at once makes repairs that queue behind it too
 ASK_AT_ONCE = 8
@@ -43,6 +49,23 @@ ASK_AT_ONCE = 8
 # asks: the slowest of a thousand missing blocks sets the collective's time, and with a
 # backoff doubling to rto_max one allgather at 5% loss took 12 s against 1.5 s for a host one
 BACKOFF_PAUSES = 2
+
+
+def ask_slot(node: int, members: tuple[int, ...], places: Mapping[int, Place]) -> int:
+    """When ``node`` asks after a silence, in repair round trips (0, 1 or 2): the first member
+    of its dragonfly group at once, the first member on each other router one round trip
+    later, the rest after two. A drop on a root's own link is then asked for by one receiver
+    per group (enough for the root to multicast), a drop on a group's global link by one per
+    router, and the others hear the repair first; a drop on a host link costs its one asker
+    at most two round trips."""
+    here = places.get(node)
+    if here is None:
+        return 0  # no placement known (a bare test port): ask at once
+    peers = sorted(m for m in members if m in places and places[m].group == here.group)
+    if peers and peers[0] == node:
+        return 0
+    on_router = [m for m in peers if places[m].switch == here.switch]
+    return 1 if on_router and on_router[0] == node else 2
 
 
 @dataclass
@@ -85,6 +108,8 @@ class Publisher:
         self.endpoint = endpoint
         self.cfg = endpoint.cfg
         self._published: dict[McastKey, Published] = {}
+        # the newest withdrawn keys, to tell a NACK that came too late from one too early
+        self._withdrawn: deque[McastKey] = deque(maxlen=WITHDRAWN_REMEMBERED)
 
     def holds(self, key: McastKey) -> bool:
         return key in self._published
@@ -100,7 +125,19 @@ class Publisher:
         return key
 
     def withdraw(self, key: McastKey) -> None:
-        self._published.pop(key, None)
+        if self._published.pop(key, None) is not None:
+            self._withdrawn.append(key)
+
+    def unanswerable(self, key: McastKey) -> None:
+        """Count a member's NACK to this root for ``key``, which it does not hold: after it
+        was withdrawn (the confirming barrier said every rank had it: should never happen),
+        or otherwise (not published yet, the asker an operation ahead: normal under load;
+        or an acknowledged multicast this root finished)."""
+        stats = self.endpoint.stats
+        if key in self._withdrawn:
+            stats.published_nacks_withdrawn += 1
+        else:
+            stats.nacks_unheld += 1
 
     def repair(self, key: McastKey, requester: int, ranges: list[tuple[int, int]]) -> None:
         published = self._published[key]
@@ -196,8 +233,15 @@ class RepairRequests:
             msg.first_nack = msg.last_nack
         msg.repair_asks += 1
 
-    def pacer(self, window: int, *, ask_at_once: int = ASK_AT_ONCE) -> RepairPacer:
-        return RepairPacer(self, window, ask_at_once=ask_at_once)
+    @property
+    def slot_wait(self) -> float:
+        """One ask slot: the measured repair round trip (NACK to repair), at most half a
+        pause, so the last slot asks at most one pause late."""
+        rtt = self.answer.srtt if self._answered else self.cfg.rto_min
+        return min(rtt, self.quiet / 2)
+
+    def pacer(self, window: int, *, ask_at_once: int = ASK_AT_ONCE, slot: int = 0) -> RepairPacer:
+        return RepairPacer(self, window, ask_at_once=ask_at_once, slot=slot)
 
 
 class RepairPacer:
@@ -213,14 +257,17 @@ class RepairPacer:
     data arrives meanwhile: a lost NACK or repair then costs a round trip, not a silence.
     """
 
-    def __init__(self, requests: RepairRequests, window: int, *, ask_at_once: int) -> None:
+    def __init__(
+        self, requests: RepairRequests, window: int, *, ask_at_once: int, slot: int = 0
+    ) -> None:
         self._requests = requests
         self.window = window
         self.ask_at_once = ask_at_once
+        self.slot = slot  # ask_slot: how many repair round trips after a silence this asks
         self.quiet = requests.quiet
         now = requests.endpoint.loop.time()
         self.silent_since = now
-        self._next_silence = now + self.quiet
+        self._next_silence = now + self._first_pause
         self._asked: dict[int, tuple[int, float, float]] = {}  # (progress, next ask, backoff)
 
     @property
@@ -233,10 +280,15 @@ class RepairPacer:
         due = min((next_at for _, next_at, _ in self._asked.values()), default=self._next_silence)
         return max(0.0, min(due, self._next_silence) - now)
 
+    @property
+    def _first_pause(self) -> float:
+        """The silence after an arrival before this receiver asks: the pause, then its slot."""
+        return self._requests.quiet + self.slot * self._requests.slot_wait
+
     def arrived(self, now: float) -> None:
         """Something arrived: the silence starts again, at the receiver's current pause."""
         self.quiet, self.silent_since = self._requests.quiet, now
-        self._next_silence = now + self.quiet
+        self._next_silence = now + self._first_pause
 
     def tick(
         self, pending: Mapping[int, Incoming], root_of: Callable[[int], int], now: float

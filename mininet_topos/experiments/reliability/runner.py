@@ -101,9 +101,13 @@ def run_part(
         emulator_frames=after["totals"]["forwarded"] - before["totals"]["forwarded"],
         emulator_cpu_s=after.get("cpu_seconds", 0.0) - before.get("cpu_seconds", 0.0),
         queue_drops=after["totals"].get("queue_drops", 0) - before["totals"].get("queue_drops", 0),
-        note=result.errors[0][:120] if result.errors else "",
+        note=result.errors[0][:NOTE_CHARS] if result.errors else "",
     )
 
+
+# of a failed part's first error, kept in the results: enough for the rank, the step and what
+# the step says went missing (120 cut an allgather's list of missing blocks off)
+NOTE_CHARS = 400
 
 # what a part's retransmissions add up, as the agents counted them until their tests ended:
 # the finalizing barrier's ARRIVE resends, while the first ranks done wait for the last, are

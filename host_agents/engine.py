@@ -45,7 +45,7 @@ from host_agents.transport.messages import Incoming, Source
 from host_agents.transport.multicast_receiver import MulticastReceiver
 from host_agents.transport.multicast_root import MulticastRoots
 from host_agents.transport.probes import Probes
-from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests, ask_slot
+from host_agents.transport.publish import Publisher, RepairPacer, RepairRequests
 from host_agents.transport.queue_delay import QUEUED_OPS, QueueDelay
 from host_agents.transport.switch_reduce import SwitchReduce
 from host_agents.transport.unicast import Unicast
@@ -257,8 +257,8 @@ class Engine:
         self._repairs.request_missing(msg, root)
 
     def repair_pacer(self, window: int, members: tuple[int, ...] = ()) -> RepairPacer:
-        """publish.RepairPacer, with the ask slot of this node's place among ``members``."""
-        return self._repairs.pacer(window, slot=ask_slot(self.node, members, self.directory.places))
+        """publish.RepairPacer, for the roots among ``members``."""
+        return self._repairs.pacer(window, members)
 
     @property
     def repair_quiet(self) -> float:

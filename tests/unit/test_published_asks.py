@@ -16,7 +16,7 @@ import pytest
 from controller import wire
 from controller.topology import Topology
 from controller.topology_build import dragonfly
-from host_agents.comm import CommOptions
+from host_agents.comm import Comm, CommOptions
 from host_agents.directory import Directory, Place
 from host_agents.engine import Engine, EngineConfig
 from host_agents.transport.feedback import pack_ranges
@@ -132,3 +132,35 @@ def test_nacks_the_root_cannot_answer_are_counted_by_why_and_a_strangers_dropped
         assert sum(stats.dropped.values()) == before + 2
 
     with_root(body)
+
+
+def test_a_group_that_starts_late_gets_one_probe_per_silence_not_an_ask_per_root() -> None:
+    """The last group's ranks enter the allgather 1.5 s after the others: the others' silences
+    end with none of its blocks here. They ask one of its roots per silence (a probe), not
+    each of them, until any of its blocks arrives."""
+    late = [r for r, node in enumerate(MEMBERS) if TOPO.host_by_node(node).group == 4]
+    assert len(late) == 4
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        cluster = Cluster(
+            TOPO,
+            MEMBERS,
+            loop=loop,
+            config=EngineConfig(segment_size=wire.MAX_PAYLOAD, repair_quiet_min=0.3),
+            options=CommOptions(progress_timeout=20.0, first_data_timeout=20.0, op_timeout=30.0),
+        )
+        data = allgather_timing.blocks(0, 1000, len(MEMBERS))
+
+        async def rank(comm: Comm) -> None:
+            if comm.rank in late:
+                await asyncio.sleep(1.5)
+            assert bytes(await comm.allgather(data[comm.rank], algorithm="innet")) == b"".join(data)
+
+        await asyncio.gather(*(rank(c) for c in cluster.comms))
+        unheld = cluster.stats()["nacks_unheld"]
+        # 16 waiting ranks, three silences each before the late group publishes: one probe
+        # per silence made 48 NACKs the late roots could not answer; an ask per root, 192
+        assert 0 < unheld <= 96, unheld
+
+    asyncio.run(asyncio.wait_for(main(), 60))

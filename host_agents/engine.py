@@ -241,8 +241,8 @@ class Engine:
         keeps control traffic O(P) instead of O(P^2) ACKs."""
         return self._publisher.publish(McastKey(self.node, comm, epoch, tree), Source(data))
 
-    def mcast_withdraw(self, key: McastKey) -> None:
-        self._publisher.withdraw(key)
+    def mcast_withdraw(self, key: McastKey, *, confirmed: bool = False) -> None:
+        self._publisher.withdraw(key, confirmed=confirmed)
 
     def mcast_incoming(self, root: int, comm: int, epoch: int, tree: int, size: int) -> Incoming:
         """The multicast of ``root`` (acknowledged, or published: see :meth:`request_missing`)."""

@@ -267,6 +267,7 @@ class EngineContext:
         epoch = self.comm.next_barrier_epoch()  # taken now: every rank takes it in this order
 
         async def confirm() -> None:
+            confirmed = False
             try:
                 await self.engine.barriers.arrive(
                     self.comm_id,
@@ -274,10 +275,11 @@ class EngineContext:
                     self.options.first_data_timeout,
                     patient=not self.comm.settling,  # nobody waits on it yet
                 )
+                confirmed = True
             except (EngineError, TimeoutError) as exc:
                 LOG.warning("%s", self.error(f"confirming switch barrier epoch {epoch}: {exc}"))
             finally:
-                self.withdraw(published)
+                self.engine.mcast_withdraw(published, confirmed=confirmed)  # type: ignore[arg-type]
 
         self.comm.in_background(confirm())
 

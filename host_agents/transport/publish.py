@@ -110,6 +110,7 @@ class Publisher:
         self._published: dict[McastKey, Published] = {}
         # the newest withdrawn keys, to tell a NACK that came too late from one too early
         self._withdrawn: deque[McastKey] = deque(maxlen=WITHDRAWN_REMEMBERED)
+        self._withdrawn_keys: set[McastKey] = set()  # the same, for the lookup per NACK
 
     def holds(self, key: McastKey) -> bool:
         return key in self._published
@@ -124,17 +125,23 @@ class Publisher:
             send_mcast_segment(self.endpoint, key, source, seg, Flag.NO_ACK)
         return key
 
-    def withdraw(self, key: McastKey) -> None:
-        if self._published.pop(key, None) is not None:
+    def withdraw(self, key: McastKey, *, confirmed: bool = False) -> None:
+        """Stop repairing ``key``; ``confirmed``: a switch barrier said every rank has it
+        (not an error path or a barrier that timed out, after which some may still lack it)."""
+        if self._published.pop(key, None) is not None and confirmed:
+            if len(self._withdrawn) == self._withdrawn.maxlen:
+                self._withdrawn_keys.discard(self._withdrawn[0])
             self._withdrawn.append(key)
+            self._withdrawn_keys.add(key)
 
     def unanswerable(self, key: McastKey) -> None:
-        """Count a member's NACK to this root for ``key``, which it does not hold: after it
-        was withdrawn (the confirming barrier said every rank had it: should never happen),
+        """Count a member's NACK to this root for ``key``, which it does not hold: after its
+        confirmed withdrawal (the barrier said every rank had it: a NACK sent before the
+        release and still in flight, or a receiver that can no longer be repaired, a bug),
         or otherwise (not published yet, the asker an operation ahead: normal under load;
         or an acknowledged multicast this root finished)."""
         stats = self.endpoint.stats
-        if key in self._withdrawn:
+        if key in self._withdrawn_keys:
             stats.published_nacks_withdrawn += 1
         else:
             stats.nacks_unheld += 1
@@ -262,6 +269,8 @@ class RepairPacer:
     root that sends nothing is asked again once its answer is overdue (the repair round
     trip's timeout, doubling while it stays silent, up to the same cap), whether or not other
     data arrives meanwhile: a lost NACK or repair then costs a round trip, not a silence.
+    A receiver's silences end ``slot`` repair round trips late (:func:`ask_slot`), and a group
+    none of whose roots it has heard from gets one ask per silence (:meth:`_unheard_groups`).
     """
 
     def __init__(
@@ -320,8 +329,12 @@ class RepairPacer:
             if asked_now == self.ask_at_once:
                 break
             msg = pending[rank]
-            if now < next_at or progress != msg.n_received:
-                continue  # not due, or its repair is arriving (the next silence asks for more)
+            if progress != msg.n_received:  # its repair is arriving: the next silence asks
+                if now >= next_at:  # for the rest; a due time left behind made timeout() 0
+                    del self._asked[rank]  # until that silence: a spin
+                continue
+            if now < next_at:
+                continue
             self._ask(rank, msg, root_of, now, backoff)
             self._requests.endpoint.stats.published_overdue_asks += 1
             asked_now += 1

@@ -50,7 +50,7 @@ def with_runs(results: Results, count: int) -> Results:
 
 def test_the_matrix_has_every_setting_including_bursts_and_flaps() -> None:
     labels = {key[0] for key in KEYS}
-    assert len(KEYS) == len(reliability.SETTINGS) * len(reliability.CELLS) == 60
+    assert len(KEYS) == len(reliability.SETTINGS) * len(reliability.CELLS) == 70
     bursty = next(s for s in reliability.SETTINGS if s.impairment.bursty())
     flap = next(s for s in reliability.SETTINGS if s.impairment.flaps())
     assert {bursty.label, flap.label} <= labels
@@ -152,7 +152,7 @@ def test_the_report_gives_each_cells_operations_parts_and_runs() -> None:
     assert "| 1 | 20 | 14 | 3+? | 0.6 | 0.2 |" in report
     assert f"| {KEYS[2][0]} | {KEYS[2][1]} | {KEYS[2][2]} | not run |" in report
     assert (
-        "2 of 60 cells ran, 1 hold the full 1000 operations: 1050 operations, "
+        "2 of 70 cells ran, 1 hold the full 1000 operations: 1050 operations, "
         "1 wrong results, 1 failures" in report
     )
     assert "over 2 runs from 2026-11-23 to 2026-11-24" in report

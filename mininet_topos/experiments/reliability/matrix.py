@@ -24,6 +24,9 @@ class FaultSetting:
 
 
 SETTINGS = (
+    # the baseline the time under loss is judged against (report_timing.py): the same relay,
+    # nothing lost, duplicated or reordered
+    FaultSetting("no faults, every link", "none", Impairment()),
     FaultSetting(
         "1% loss, every link", "loss1", Impairment(loss=0.01, duplicate=0.01, reorder=0.02)
     ),

@@ -4,7 +4,9 @@ they ran, and what the link emulator carried meanwhile. Pure rendering: no netwo
 
 from __future__ import annotations
 
+from controller import topology_build
 from mininet_topos.experiments.provenance import PROTOCOL_COVERS
+from mininet_topos.experiments.reliability.report_timing import render_time_under_loss
 from mininet_topos.experiments.reliability.results import Cell, CellKey, Results
 from mininet_topos.links.linkfaults import Impairment
 
@@ -102,6 +104,12 @@ def _protocols(results: Results) -> list[str]:
     ]
 
 
+def ranks_of(results: Results) -> int:
+    """How many ranks each operation had: every host, or one per router."""
+    topology = topology_build.parse_spec(results.topo)
+    return len(topology.hosts) if results.members == "all" else len(topology.switches)
+
+
 def render(results: Results, keys: list[CellKey], target: int) -> str:
     """The report; ``keys`` orders the cells, ``target`` is the operations a full cell holds."""
     cells = results.ordered_cells(keys)
@@ -158,6 +166,7 @@ def render(results: Results, keys: list[CellKey], target: int) -> str:
         f"{sum(c.total('failures') for c in ran)} failures.",
         *_emulator_load(results),
         *_protocols(results),
+        *render_time_under_loss(results, ranks_of(results)),
         "",
         "## Runs",
         "",

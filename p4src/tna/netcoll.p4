@@ -513,6 +513,9 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
     Counter<bit<32>, bit<32>>(NETCOLL_PORT_COUNTERS, CounterType_t.PACKETS_AND_BYTES) tx_port_op;
     Counter<bit<32>, bit<32>>(NETCOLL_DROP_REASONS, CounterType_t.PACKETS_AND_BYTES)
         egress_drop_reasons;
+#ifndef NETCOLL_NO_REDUCTION
+    AggMask() agg_unmask; /* ingress masked every packet's lanes (tna/state.p4, AggLanes) */
+#endif
 
     action set_logical_port(port_num_t port, port_bitmap_t port_bit) {
         md.egress_port = port;
@@ -535,6 +538,9 @@ control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t md,
     }
 
     apply {
+#ifndef NETCOLL_NO_REDUCTION
+        agg_unmask.apply(hdr.net);
+#endif
         egress_port_map.apply();
         if (hdr.bridge.kind == BRIDGE_STEER) {
             hdr.steer.setValid();

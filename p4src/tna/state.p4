@@ -154,15 +154,10 @@ control TreeState(inout headers_t hdr, inout coll_meta_t meta) {
  * operations map onto four: each lane is stored XORed with a per-operation mask, which turns
  * AND into OR (De Morgan: ~(~a | ~b) = a & b) and signed MIN and MAX into unsigned MIN (x ^
  * 0x80000000 orders signed values as unsigned ones, ~ of that reverses the order). The mask is
- * applied to the packet's lane before the register and again to what the register returns, so
- * the packet carries v1model's values. A read runs the ADD program, which leaves the lane as it
+ * applied to the packet's lanes before the registers (AggLanes) and again in egress, so the
+ * packet leaves with v1model's values. A read runs the ADD program, which leaves the lane as it
  * is unless asked to set or combine, whatever the operation: the lanes are masked before the
  * verdict, and nothing depends on it but which program runs. */
-const bit<8> TNA_AGG_ALU_ADD = 1;
-const bit<8> TNA_AGG_ALU_XOR = 2;
-const bit<8> TNA_AGG_ALU_OR = 3;
-const bit<8> TNA_AGG_ALU_UMIN = 4;
-
 
 /* Lane i: its register and the four programs. Each stores the packet's (masked) lane when the
  * slot starts (AGG_LANES_SET), else combines (ADD only if asked to: it also serves reads), and
@@ -208,36 +203,78 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
         } \
     };
 
-/* Into the register's representation (and back: XOR is its own inverse), the mask an action's
- * data: a mask in PHV, read by all 32 lanes' instructions, tied the lanes into one cluster
- * that Tofino 2's PHV allocation could not place (p4c-barefoot 1.2.5.16). */
+/* Lane i into the register's representation, or back (AggMask) */
 #define TNA_AGG_LANE_MASK(i) \
     hdr.agg.l##i = hdr.agg.l##i ^ lane_mask;
 
+/* Each operation's lane program (add, xor, or, umin: the lane's four RegisterActions) and its
+ * mask, as ENTRY(i, op, program, mask) for lane i (tables of the lanes) or for none (the
+ * mask). Unknown operations were refused by admission. */
+#define TNA_AGG_OP_ENTRIES(ENTRY, i) \
+    ENTRY(i, AGG_SUM, add, 0) \
+    ENTRY(i, AGG_XOR, xor, 0) \
+    ENTRY(i, AGG_AND, or, 0xFFFFFFFF) /* OR on complements */ \
+    ENTRY(i, AGG_OR, or, 0) \
+    ENTRY(i, AGG_MIN, umin, 0x80000000) /* sign flipped */ \
+    ENTRY(i, AGG_MAX, umin, 0x7FFFFFFF) /* order reversed */
+
+/* The lanes into the register's representation, or back (XOR is its own inverse): a constant
+ * table on the operation alone, so nothing makes it wait; the mask is its action's data (a
+ * mask in PHV, read by every lane's instruction, tied the 32 lanes into one cluster Tofino 2's
+ * PHV allocation could not place, p4c-barefoot 1.2.5.16). */
+#define TNA_AGG_MASK_ENTRY(i, op, program, lane_mask) op: agg_lanes_xor(lane_mask);
+control AggMask(inout headers_t hdr) {
+    action agg_lanes_xor(bit<32> lane_mask) {
+        NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
+    }
+    table agg_op_mask {
+        key = { hdr.coll.tree: exact; }
+        actions = { agg_lanes_xor; }
+        const entries = {
+            TNA_AGG_OP_ENTRIES(TNA_AGG_MASK_ENTRY, none)
+        }
+        const default_action = agg_lanes_xor(0);
+        size = 8;
+    }
+    apply {
+        if (hdr.agg.isValid()) {
+            agg_op_mask.apply();
+        }
+    }
+}
+
 /* Access A3 of lane i at the slot index: one of its four programs, chosen by a constant table
- * on the program (agg_op_program gives a read ADD; an action that addresses a register
- * through the hash unit cannot be a default). A table, not an if/else per program: each
- * branch was a table behind gateways of its own, and Tofino 2's table placement of the 32
- * lanes ran out of memory (17 GB, p4c-barefoot 1.2.5.16). */
+ * on the operation and the lane mode, both known once AggClassify has given its verdict. A
+ * read runs ADD, which leaves the lane as it is; a pass without a lane mode (AGG_LANES_NONE)
+ * matches nothing. The program is in each lane's own key: a table choosing it before the
+ * lanes, keyed on the lane mode, took the stage after AggClassify and pushed Tofino 2's lanes
+ * one stage later. A table, not an if/else per program: each branch was a table behind
+ * gateways of its own, and Tofino 2's table placement of the 32 lanes ran out of memory
+ * (17 GB, p4c-barefoot 1.2.5.16). (An action that addresses a register through the hash unit
+ * cannot be a default.) */
+#define TNA_AGG_LANE_ENTRY(i, op, program, lane_mask) \
+    (op, AGG_LANES_READ): agg_lane_##i##_run_add(); \
+    (op, AGG_LANES_SET): agg_lane_##i##_run_##program(); \
+    (op, AGG_LANES_COMBINE): agg_lane_##i##_run_##program();
 #define TNA_AGG_LANE_EXECUTE(i) \
     action agg_lane_##i##_run_add() { hdr.agg.l##i = agg_lane_##i##_add.execute(lane_slot); } \
     action agg_lane_##i##_run_xor() { hdr.agg.l##i = agg_lane_##i##_xor.execute(lane_slot); } \
     action agg_lane_##i##_run_or() { hdr.agg.l##i = agg_lane_##i##_or.execute(lane_slot); } \
     action agg_lane_##i##_run_umin() { hdr.agg.l##i = agg_lane_##i##_umin.execute(lane_slot); } \
     table agg_lane_##i##_program { \
-        key = { alu: exact; } \
+        key = { \
+            hdr.coll.tree: exact; \
+            meta.agg_lane_mode: exact; \
+        } \
         actions = { \
             agg_lane_##i##_run_add; agg_lane_##i##_run_xor; agg_lane_##i##_run_or; \
             agg_lane_##i##_run_umin; NoAction; \
         } \
         const entries = { \
-            TNA_AGG_ALU_ADD: agg_lane_##i##_run_add(); \
-            TNA_AGG_ALU_XOR: agg_lane_##i##_run_xor(); \
-            TNA_AGG_ALU_OR: agg_lane_##i##_run_or(); \
-            TNA_AGG_ALU_UMIN: agg_lane_##i##_run_umin(); \
+            TNA_AGG_OP_ENTRIES(TNA_AGG_LANE_ENTRY, i) \
         } \
-        const default_action = NoAction(); /* a program is one of the four */ \
-        size = 4; \
+        const default_action = NoAction(); \
+        size = 18; \
     }
 
 #define TNA_AGG_LANE_APPLY(i) agg_lane_##i##_program.apply();
@@ -245,79 +282,23 @@ const bit<8> TNA_AGG_ALU_UMIN = 4;
 /* The slot's lanes (access A3), applied by the shim after NetcollIngress: nothing after the
  * lanes reads them, and in a block of their own at the end of ingress they keep every
  * decision (the barrier's too: Tofino 1 has no long branches, so a table after an if/else
- * waits for the last tables of its branches) from waiting for them. A pass whose slot
- * AggClassify did not give a lane mode (every pass but a reduction's slot pass: agg_lane_mode
- * stays AGG_LANES_NONE) touches no lane; masking there and back leaves the lanes as they
- * are, so a steered or released packet carries them on unchanged. */
+ * waits for the last tables of its branches) from waiting for them. Every packet with lanes
+ * is masked here, before the lanes, and unmasked by TnaEgress's first table, so the packet
+ * carries v1model's values and a steered or released one its lanes unchanged; unmasking at
+ * the end of ingress took a stage after the last lane. */
 control AggLanes(inout headers_t hdr, in coll_meta_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_lane_slot_hash;
     NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_REGISTER)
-
-    /* The operation's program and lane mask (see TNA_AGG_ALU_*): constant tables, since an
-     * action cannot test the operation; one masks the lanes on the way in and picks the
-     * program (a read: ADD, which leaves the lane as it is), the other masks them on the way
-     * out (a table is applied once per pass). Unknown operations were refused by admission. */
-    bit<8> alu;
     bit<32> lane_slot; /* AggState's slot index (one hash per register: these are others) */
-    action agg_lanes_in(bit<8> program, bit<32> lane_mask) {
-        alu = program;
-        NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
-    }
-#define TNA_AGG_OP_READ(op, program, lane_mask) \
-            (op, AGG_LANES_READ): agg_lanes_in(TNA_AGG_ALU_ADD, lane_mask);
-#define TNA_AGG_OP_UPDATE(op, program, lane_mask) \
-            (op, _): agg_lanes_in(program, lane_mask);
-#define TNA_AGG_OP_ENTRIES(ENTRY) \
-            ENTRY(AGG_SUM, TNA_AGG_ALU_ADD, 0) \
-            ENTRY(AGG_XOR, TNA_AGG_ALU_XOR, 0) \
-            ENTRY(AGG_AND, TNA_AGG_ALU_OR, 0xFFFFFFFF) /* OR on complements */ \
-            ENTRY(AGG_OR, TNA_AGG_ALU_OR, 0) \
-            ENTRY(AGG_MIN, TNA_AGG_ALU_UMIN, 0x80000000) /* sign flipped */ \
-            ENTRY(AGG_MAX, TNA_AGG_ALU_UMIN, 0x7FFFFFFF) /* order reversed */
-    table agg_op_program {
-        key = {
-            hdr.coll.tree: exact;
-            meta.agg_lane_mode: ternary;
-        }
-        actions = { agg_lanes_in; }
-        const entries = { /* first match: reads first */
-            TNA_AGG_OP_ENTRIES(TNA_AGG_OP_READ)
-            TNA_AGG_OP_ENTRIES(TNA_AGG_OP_UPDATE)
-        }
-        const default_action = agg_lanes_in(TNA_AGG_ALU_UMIN, 0);
-        size = 16;
-    }
-    action agg_lanes_out(bit<32> lane_mask) {
-        NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_MASK)
-    }
-#define TNA_AGG_OP_UNMASK(op, program, lane_mask) op: agg_lanes_out(lane_mask);
-    table agg_op_unmask {
-        key = { hdr.coll.tree: exact; }
-        actions = { agg_lanes_out; }
-        const entries = {
-            TNA_AGG_OP_ENTRIES(TNA_AGG_OP_UNMASK)
-        }
-        const default_action = agg_lanes_out(0);
-        size = 8;
-    }
-#undef TNA_AGG_OP_READ
-#undef TNA_AGG_OP_UPDATE
-#undef TNA_AGG_OP_UNMASK
-#undef TNA_AGG_OP_ENTRIES
     NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_EXECUTE)
+    AggMask() mask;
 
     apply {
         if (hdr.agg.isValid()) {
             lane_slot = agg_lane_slot_hash.get({hdr.coll.comm_id,
                                                 hdr.coll.seg_idx[TNA_AGG_WINDOW_BITS - 1:0]});
-            /* into the register's representation; keyed on the lane mode too (a read runs
-             * ADD), so it waits for AggClassify, a stage before the lanes
-             * (docs/porting-to-tofino.md, Tofino 2) */
-            agg_op_program.apply();
-            if (meta.agg_lane_mode != AGG_LANES_NONE) {
-                NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_APPLY)
-            }
-            agg_op_unmask.apply(); /* and back */
+            mask.apply(hdr); /* into the register's representation */
+            NETCOLL_FOR_EACH_LANE(TNA_AGG_LANE_APPLY)
         }
     }
 }

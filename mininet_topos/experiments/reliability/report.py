@@ -41,7 +41,7 @@ def _queue_drops(cell: Cell) -> str:
 def _per_loss(cell: Cell, name: str) -> str:
     """``name`` per frame the links lost (seeded losses and the emulator's queue drops: what
     the protocol had to repair); "-" where nothing was lost."""
-    lost = cell.total("lost_frames") + sum(p.queue_drops or 0 for p in cell.parts)
+    lost = cell.frames_lost()
     return f"{cell.total(name) / lost:.1f}" if lost else "-"
 
 

@@ -33,16 +33,19 @@ class TimeUnderLoss:
     baseline: str
     lossless_ratio: float  # baseline's time over the algorithm's, without faults
     seconds: float  # the algorithm's time per operation under the setting's faults
-    allowed: float  # the baseline's time under faults over the lossless ratio, plus the losses'
-    # round trips
+    at_ratio_s: float  # the baseline's time under the faults over the lossless ratio
     round_trips: int  # the losses' round trips a rank waits: frames lost per operation
     # shared among the ranks, rounded up
     round_trip_s: float
 
     @property
+    def allowed(self) -> float:
+        return self.at_ratio_s + self.round_trips * self.round_trip_s
+
+    @property
     def excess_s(self) -> float:
         """How much slower than its lossless ratio allows, before the losses' round trips."""
-        return self.seconds - (self.allowed - self.round_trips * self.round_trip_s)
+        return self.seconds - self.at_ratio_s
 
     @property
     def within(self) -> bool:
@@ -61,11 +64,6 @@ def _seconds(cell: Cell) -> float:
     return cell.seconds_per_operation() or 0.0
 
 
-def _lost_per_operation(cell: Cell) -> float:
-    lost = cell.total("lost_frames") + sum(p.queue_drops or 0 for p in cell.parts)
-    return float(lost) / max(1, cell.operations)
-
-
 def time_under_loss(results: Results, ranks: int) -> list[TimeUnderLoss]:
     """Every pair measured both without faults and under a lossy setting, in matrix order."""
     round_trip = _timed(results, BASELINE_SETTING, *ROUND_TRIP_CELL)
@@ -82,7 +80,7 @@ def time_under_loss(results: Results, ranks: int) -> list[TimeUnderLoss]:
             if fast0 is None or host0 is None or fast is None or host is None:
                 continue
             ratio = _seconds(host0) / _seconds(fast0)
-            waits = math.ceil(_lost_per_operation(fast) / ranks)
+            waits = math.ceil(fast.frames_lost() / max(1, fast.operations) / ranks)
             out.append(
                 TimeUnderLoss(
                     setting,
@@ -91,7 +89,7 @@ def time_under_loss(results: Results, ranks: int) -> list[TimeUnderLoss]:
                     baseline,
                     ratio,
                     _seconds(fast),
-                    _seconds(host) / ratio + waits * _seconds(round_trip),
+                    _seconds(host) / ratio,
                     waits,
                     _seconds(round_trip),
                 )

@@ -65,6 +65,11 @@ class Cell:
     def operations(self) -> int:
         return int(self.total("operations"))
 
+    def frames_lost(self) -> int:
+        """Every frame the protocol had to repair: the links' seeded losses and the frames
+        the emulator dropped at its full receive queues."""
+        return int(self.total("lost_frames")) + sum(p.queue_drops or 0 for p in self.parts)
+
     def seconds_per_operation(self) -> float | None:
         done = [p for p in self.parts if p.operations]
         if not done:

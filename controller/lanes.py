@@ -25,7 +25,7 @@ AGG_OP_MAX = 6  # other values of ``tree`` are dropped as AGG_BAD_OP
 # The program's default lanes per packet and slots per communicator (NETCOLL_AGG_LANES,
 # NETCOLL_AGG_WINDOW); a running switch's sizes come from P4Info (controller/p4info.py).
 AGG_LANES = 32
-AGG_WINDOW = 8
+AGG_WINDOW = 16
 AGG_CHUNK_LIMIT = 1 << 16  # seg_idx of a REDUCE/RESULT must be below this
 _INT32 = 1 << 32
 _INT32_MIN = -(1 << 31)

@@ -19,9 +19,9 @@ duplicate REDUCE reaching a switch whose slot is complete goes up the tree again
 resent 2,300 chunks each in one 64 KiB allreduce that way). One timer per reduction restarts
 whenever a result arrives; when it runs out, every outstanding chunk is resent once and the
 timer backs off. Its base is learnt from results' round trips, and for an instance's first
-chunks from how long those usually take (they also wait for the last rank to arrive). A chunk
-whose later neighbours' results have arrived while its own has not was lost (fast
-retransmit).
+chunks from how long those usually take (they also wait for the last rank to arrive). Other
+results show most losses first (transport/reduce_evidence.py: fast retransmit, and the tail
+of a burst of chunks sent at once).
 
 One resend repairs whatever held a chunk (issue 33; common/reduce.p4 agg_repair): it climbs
 the complete switches to the first incomplete one, which *asks* its missing children (the
@@ -49,13 +49,13 @@ from controller.wire import Flag, Op
 from host_agents.reduction import IDENTITY, LANE_BYTES, WIRE, ReduceOp
 from host_agents.transport.config import EngineError, PeerTimeout
 from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
+from host_agents.transport.reduce_evidence import Bursts, Evidence, Trails, new_trails, tail_wait
 from host_agents.transport.rtt import RttEstimate
 from host_agents.transport.to_switch import own_switch
 
 InstanceKey = tuple[int, int]  # (comm, epoch)
 
-# results of later chunks that make a missing one count as lost (as TCP's duplicate ACKs)
-LATER_RESULTS_FOR_LOSS = 2
+
 # a timeout learnt from round trips is at most this many times ``barrier_rto``
 LEARNT_RTO_LIMIT = 4
 # a resend turn learnt from round trips is at most this many times ``reduce_stagger``
@@ -70,6 +70,7 @@ class _Instance:
     results: list[bytes | None]
     first_sent: dict[int, float] = field(default_factory=dict)  # chunk -> first send time
     resent: set[int] = field(default_factory=set)
+    bursts: Bursts = field(default_factory=Bursts)  # what shows a result lost
     last_resent: dict[int, float] = field(default_factory=dict)  # chunk -> its last resend
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     known: int = 0
@@ -91,6 +92,9 @@ class SwitchReduce:
         # comm -> an instance's first send to its first result: the round trip plus the wait
         # for the last rank to arrive, which no resend shortens
         self._entry: dict[int, RttEstimate] = {}
+        # comm -> how long after the first result of a send burst its last came (chunks sent
+        # at once come back over a trail as long as it takes the fabric to pass them all)
+        self._trails: dict[int, Trails] = {}
 
     def turns(self, comm: int) -> int:
         """This rank's place in the resend order: one for each of the communicator, its
@@ -156,6 +160,7 @@ class SwitchReduce:
         in_flight = max(1, self.cfg.agg_window // 2)
         rtt = self._rtt.setdefault(comm, RttEstimate(self.cfg.barrier_rto))
         entry = self._entry.setdefault(comm, RttEstimate(self.cfg.barrier_rto))
+        trails = self._trails.setdefault(comm, new_trails())
         header = wire.Header(
             op=Op.REDUCE,
             comm_id=comm,
@@ -180,11 +185,13 @@ class SwitchReduce:
             else:
                 endpoint.send_frame(BROADCAST_MAC, hdr, part)
                 endpoint.stats.reduce_sent += 1
+                instance.bursts.sent(chunk, bursts)
                 # the first window waits for every rank to arrive: no round trip to learn from
                 if chunk >= in_flight:
                     instance.first_sent[chunk] = loop.time()
 
         lowest = sent = known = 0  # lowest chunk without a result; chunks sent; results held
+        bursts = 0  # sends so far that went out together (a window's worth, or a result's)
         # a chunk's result also waits for every other rank's send of it, so under loss the
         # round trips carry other ranks' recoveries; uncapped, they grew the timeout to
         # seconds and slowed every recovery in turn (a 200 KB allreduce at 3% loss ran past
@@ -199,11 +206,13 @@ class SwitchReduce:
         instance.resend = lambda chunk, asks: send(chunk, True, asks)
         started = last_event = last_result = loop.time()
         while lowest < count:
+            if sent < count and sent < lowest + in_flight:
+                bursts += 1
             while sent < count and sent < lowest + in_flight:  # its slot's last result is here
                 send(sent, again=False)
                 sent += 1
             instance.sent = sent
-            instance.stagger = self._stagger(rtt)
+            instance.stagger = self._stagger(rtt if rtt.srtt > 0 else entry)
             # the first member's resend of a chunk held for everyone usually repairs it by
             # an ask, two round trips, so the next wait a turn more after it; and on the
             # timer a whole timeout more: a frame of the repair it set off may be lost, and
@@ -240,11 +249,21 @@ class SwitchReduce:
                     backoff = self._base_rto(rtt, round_trip_cap)
                 else:
                     backoff = self._base_rto(entry, self.cfg.reduce_rto_max)
+                instance.bursts.learn_trails(results, instance.resent, trails)
                 while lowest < count and results[lowest] is not None:
                     lowest += 1
                 instance.lowest = lowest
-                for chunk in self._overtaken(results, lowest, sent, instance):
-                    overtaken.setdefault(chunk, now + turn)
+                for chunk, evidence in instance.bursts.overtaken(
+                    results, lowest, sent, instance.resent
+                ):
+                    if evidence == Evidence.BURST_TAIL:  # due a while after the latest result
+                        overtaken[chunk] = now + max(turn, tail_wait(self.cfg, trails))
+                        continue
+                    # one later result may be a reordering: wait at least a turn's floor
+                    at = now + turn
+                    if evidence == Evidence.LATER_RESULT:
+                        at = now + max(turn, self.cfg.reduce_stagger)
+                    overtaken[chunk] = min(overtaken.get(chunk, at), at)
                 if probed is not None and results[probed[0]] is not None:
                     for chunk in range(lowest, probed[1]):
                         if results[chunk] is None:
@@ -278,27 +297,14 @@ class SwitchReduce:
                     endpoint.stats.reduce_overtaken_resends += 1
 
     def _stagger(self, rtt: RttEstimate) -> float:
-        """One turn: about a chunk's round trip (learnt, as the time a repair takes to show),
-        between ``reduce_stagger`` and STAGGER_LIMIT times it."""
+        """One turn: about a chunk's round trip (learnt, as the time a repair takes to show;
+        from the instances' first results while no later chunk was timed), between
+        ``reduce_stagger`` and STAGGER_LIMIT times it."""
         floor = self.cfg.reduce_stagger
         return min(max(floor, rtt.srtt), STAGGER_LIMIT * floor)
 
     def _base_rto(self, rtt: RttEstimate, cap: float) -> float:
         return min(max(self.cfg.barrier_rto, rtt.rto), cap)
-
-    @staticmethod
-    def _overtaken(
-        results: list[bytes | None], lowest: int, sent: int, instance: _Instance
-    ) -> list[int]:
-        """The missing chunks, never resent, that enough later chunks' results overtook."""
-        later = 0
-        lost = []
-        for chunk in range(sent - 1, lowest - 1, -1):
-            if results[chunk] is not None:
-                later += 1
-            elif later >= LATER_RESULTS_FOR_LOSS and chunk not in instance.resent:
-                lost.append(chunk)
-        return lost
 
     def on_switch_frame(self, hdr: wire.Header, payload: memoryview) -> None:
         """A RESULT, or a REDUCE asking for this host's part, from this host's own switch."""
@@ -345,6 +351,7 @@ class SwitchReduce:
             self.endpoint.drop("RESULT with the wrong number of lanes", hdr)
             return
         instance.results[chunk] = bytes(payload)
+        instance.bursts.arrived(chunk, self.loop.time())
         instance.known += 1
         instance.arrived.set()
 
@@ -352,6 +359,7 @@ class SwitchReduce:
         self._next_chunk.pop(comm, None)
         self._rtt.pop(comm, None)
         self._entry.pop(comm, None)
+        self._trails.pop(comm, None)
         for key in [k for k in self._active if k[0] == comm]:
             instance = self._active.pop(key)
             instance.failure = EngineError(f"communicator {comm} was freed")

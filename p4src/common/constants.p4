@@ -27,7 +27,10 @@
 #define NETCOLL_BCAST_TREES 4096 /* (communicator, root, tree) bindings */
 #endif
 #ifndef NETCOLL_AGG_WINDOW
-#define NETCOLL_AGG_WINDOW 8 /* aggregation slots per communicator; a power of two */
+/* aggregation slots per communicator; a power of two. Hosts keep half of them in flight, so
+ * 16 puts a 1 KiB reduction's 8 chunks on the wire at once: their losses are repaired side by
+ * side, not one window after another */
+#define NETCOLL_AGG_WINDOW 16
 #endif
 #ifndef NETCOLL_AGG_LANES
 #define NETCOLL_AGG_LANES 32 /* 32-bit lanes per REDUCE/RESULT packet: 8, 16, 32 or 64 */

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.unit
 TOPO = dragonfly(2, 4, 2)
 HOSTS = tuple(h.node_id for h in TOPO.hosts)
 HOST_PORTS = {(h.switch, h.port) for h in TOPO.hosts}
-NBYTES = 8 * wire.AGG_LANES * 4  # 8 chunks: a loss in the middle is overtaken by later ones
+CHUNKS = 8  # a loss in the middle is overtaken by later ones
+NBYTES = CHUNKS * wire.AGG_LANES * 4
 # Timers well above what 72 engines in one process take for a lossless allreduce on a busy
 # machine, so only losses make anyone resend
 TIMERS = EngineConfig(barrier_rto=1.0, reduce_rto_max=4.0, reduce_stagger=0.05)
@@ -39,8 +40,13 @@ def between_switches(link: LinkKey) -> bool:
 
 
 def lose(op: int, chunk: int, where: Callable[[LinkKey], bool], src: int = 0) -> Chooser:
+    """Chunk ``chunk`` of an instance (chunk numbers continue from one instance to the next,
+    modulo the window: an instance starts at a multiple of CHUNKS)."""
     return lambda link, hdr: (
-        hdr.op == op and hdr.seg_idx == chunk and where(link) and src in (0, hdr.src_node)
+        hdr.op == op
+        and hdr.seg_idx % CHUNKS == chunk
+        and where(link)
+        and src in (0, hdr.src_node)
     )
 
 
@@ -107,3 +113,45 @@ def test_the_resend_order_follows_the_tree() -> None:
     assert max(turns.values()) == 3
     # every rank of Df(2,4,2) shares its switch with one other: one of each pair is first
     assert sorted(turns.values()).count(3) == len(HOSTS) // 2
+
+
+def test_a_result_lost_at_the_tail_of_its_burst_is_resent_before_the_timer() -> None:
+    """The last chunk has no later one whose result could show its loss; every chunk of a
+    1 KiB reduction goes out in one burst (NETCOLL_AGG_WINDOW 16), so the burst's other
+    results do: the host resends once they trail clearly, not on the reduction's timer
+    (transport/reduce_evidence.py). Before, the timer repaired it: with these timers a
+    second or more later, and each rank in its turn after that."""
+    last = CHUNKS - 1
+
+    def plan() -> OneLossPerEpoch:
+        return OneLossPerEpoch(
+            {
+                2: lose(wire.Op.RESULT, last, to_host(HOSTS[7])),
+                3: lose(wire.Op.RESULT, last, to_host(HOSTS[40])),
+                4: lose(wire.Op.RESULT, last, between_switches),
+            },
+            first_sends_only=True,
+        )
+
+    def run(counter: str) -> dict[int, int]:
+        drop_if = plan()
+        counts = resends_per_epoch(
+            TOPO,
+            HOSTS,
+            TIMERS,
+            drop_if,
+            5,
+            counter,
+            lambda comm: comm.run("allreduce", Call(bytes(NBYTES), 0, NBYTES), algorithm="innet"),
+        )
+        drop_if.assert_every_loss_happened()
+        return counts
+
+    timer_resends = run("reduce_timer_resends")
+    assert all(timer_resends[e] == 0 for e in (2, 3, 4)), timer_resends
+    resends = run("reduce_retransmissions")
+    # one host's RESULT: its own resend, answered by its switch
+    assert resends[2] <= 1 and resends[3] <= 1, resends
+    # a subtree's: its first member's, answered from above
+    assert 1 <= resends[4] <= 2, resends
+    assert resends[1] == resends[5] == 0, resends

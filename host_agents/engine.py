@@ -256,7 +256,7 @@ class Engine:
         """Ask the root of a published multicast for what ``msg`` lacks (the caller: when)."""
         self._repairs.request_missing(msg, root)
 
-    def repair_pacer(self, window: int, members: tuple[int, ...] = ()) -> RepairPacer:
+    def repair_pacer(self, window: int, members: tuple[int, ...]) -> RepairPacer:
         """publish.RepairPacer, for the roots among ``members``."""
         return self._repairs.pacer(window, members)
 

@@ -260,8 +260,8 @@ class EngineContext:
     def publish(self, tree: int, data: Data) -> object:
         return self.engine.mcast_publish(self.comm_id, self.epoch, tree, data)
 
-    def withdraw(self, published: object) -> None:
-        self.engine.mcast_withdraw(published)  # type: ignore[arg-type]
+    def withdraw(self, published: object, *, confirmed: bool = False) -> None:
+        self.engine.mcast_withdraw(published, confirmed=confirmed)  # type: ignore[arg-type]
 
     def withdraw_after_barrier(self, published: object) -> None:
         epoch = self.comm.next_barrier_epoch()  # taken now: every rank takes it in this order
@@ -279,7 +279,7 @@ class EngineContext:
             except (EngineError, TimeoutError) as exc:
                 LOG.warning("%s", self.error(f"confirming switch barrier epoch {epoch}: {exc}"))
             finally:
-                self.engine.mcast_withdraw(published, confirmed=confirmed)  # type: ignore[arg-type]
+                self.withdraw(published, confirmed=confirmed)
 
         self.comm.in_background(confirm())
 

@@ -181,8 +181,9 @@ class EngineStats:
     published_multicast_repairs: int = 0
     published_repeats_skipped: int = 0
     # NACKs to this root for what it does not hold (not published yet: the asker is an
-    # operation ahead; or finished), and of a withdrawn publication, which the barrier said
-    # every rank had: a NACK for one means a receiver that can no longer be repaired
+    # operation ahead; or finished), and of a publication withdrawn after the barrier said
+    # every rank had it: a NACK sent before the release and still in flight, or a receiver
+    # that can no longer be repaired (a bug)
     nacks_unheld: int = 0
     published_nacks_withdrawn: int = 0
     receive_drops: int = 0  # dropped by the kernel before the agent read them (buffer full)

@@ -20,7 +20,6 @@ spreads over hundreds of milliseconds, so they are counted over ``repair_quiet_m
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -108,9 +107,9 @@ class Publisher:
         self.endpoint = endpoint
         self.cfg = endpoint.cfg
         self._published: dict[McastKey, Published] = {}
-        # the newest withdrawn keys, to tell a NACK that came too late from one too early
-        self._withdrawn: deque[McastKey] = deque(maxlen=WITHDRAWN_REMEMBERED)
-        self._withdrawn_keys: set[McastKey] = set()  # the same, for the lookup per NACK
+        # the newest confirmed withdrawals, oldest first (a dict keeps insertion order), to
+        # tell a NACK that came too late from one too early
+        self._withdrawn: dict[McastKey, None] = {}
 
     def holds(self, key: McastKey) -> bool:
         return key in self._published
@@ -129,10 +128,9 @@ class Publisher:
         """Stop repairing ``key``; ``confirmed``: a switch barrier said every rank has it
         (not an error path or a barrier that timed out, after which some may still lack it)."""
         if self._published.pop(key, None) is not None and confirmed:
-            if len(self._withdrawn) == self._withdrawn.maxlen:
-                self._withdrawn_keys.discard(self._withdrawn[0])
-            self._withdrawn.append(key)
-            self._withdrawn_keys.add(key)
+            if len(self._withdrawn) == WITHDRAWN_REMEMBERED:
+                del self._withdrawn[next(iter(self._withdrawn))]
+            self._withdrawn[key] = None
 
     def unanswerable(self, key: McastKey) -> None:
         """Count a member's NACK to this root for ``key``, which it does not hold: after its
@@ -141,7 +139,7 @@ class Publisher:
         or otherwise (not published yet, the asker an operation ahead: normal under load;
         or an acknowledged multicast this root finished)."""
         stats = self.endpoint.stats
-        if key in self._withdrawn_keys:
+        if key in self._withdrawn:
             stats.published_nacks_withdrawn += 1
         else:
             stats.nacks_unheld += 1
@@ -248,7 +246,7 @@ class RepairRequests:
         return min(rtt, self.quiet / 2)
 
     def pacer(
-        self, window: int, members: tuple[int, ...] = (), *, ask_at_once: int = ASK_AT_ONCE
+        self, window: int, members: tuple[int, ...], *, ask_at_once: int = ASK_AT_ONCE
     ) -> RepairPacer:
         """A pacer for one wait on the roots among ``members`` (their places set this node's
         ask slot and the roots' groups)."""

@@ -22,7 +22,7 @@ from host_agents.engine import Engine, EngineConfig
 from host_agents.transport.feedback import pack_ranges
 from host_agents.transport.keys import McastKey
 from host_agents.transport.messages import Source
-from host_agents.transport.publish import ask_slot
+from host_agents.transport.publish import WITHDRAWN_REMEMBERED, ask_slot
 from tests import allgather_timing
 from tests.fabric import Cluster, Faults
 from tests.unit.test_transport import RecordingPort
@@ -138,6 +138,26 @@ def test_nacks_the_root_cannot_answer_are_counted_by_why_and_a_strangers_dropped
         nack(engine, STRANGER, EPOCH + 1)
         assert (stats.nacks_unheld, stats.published_nacks_withdrawn) == (2, 1)
         assert sum(stats.dropped.values()) == before + 2
+
+    with_root(body)
+
+
+def test_a_root_remembers_only_its_newest_withdrawals() -> None:
+    """The oldest confirmed withdrawal is forgotten once WITHDRAWN_REMEMBERED newer ones are
+    kept: a late NACK for it counts as unheld, one for the newest as withdrawn."""
+
+    def body(engine: Engine) -> None:
+        stats = engine.stats
+        for epoch in range(EPOCH, EPOCH + WITHDRAWN_REMEMBERED + 1):
+            key = engine._publisher.publish(
+                McastKey(ME, COMM, epoch, wire.Tree.INNET), Source(bytes(100))
+            )
+            engine._publisher.withdraw(key, confirmed=True)
+        nack(engine, MEMBER, EPOCH)
+        assert (stats.nacks_unheld, stats.published_nacks_withdrawn) == (1, 0)
+        nack(engine, MEMBER, EPOCH + 1)
+        nack(engine, MEMBER, EPOCH + WITHDRAWN_REMEMBERED)
+        assert (stats.nacks_unheld, stats.published_nacks_withdrawn) == (1, 2)
 
     with_root(body)
 

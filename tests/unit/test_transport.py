@@ -95,7 +95,7 @@ def node_of(rank: int) -> int:
 
 def silent_pacer(engine: Engine, window: int) -> tuple[RepairPacer, float]:
     """A pacer whose last arrival was at time 0, and the moment its first silence is due."""
-    pacer = engine._repairs.pacer(window)
+    pacer = engine._repairs.pacer(window, ())  # no places known here: no ask slot
     pacer.arrived(now=0.0)
     return pacer, engine.repair_quiet
 

@@ -43,10 +43,7 @@ def lose(op: int, chunk: int, where: Callable[[LinkKey], bool], src: int = 0) ->
     """Chunk ``chunk`` of an instance (chunk numbers continue from one instance to the next,
     modulo the window: an instance starts at a multiple of CHUNKS)."""
     return lambda link, hdr: (
-        hdr.op == op
-        and hdr.seg_idx % CHUNKS == chunk
-        and where(link)
-        and src in (0, hdr.src_node)
+        hdr.op == op and hdr.seg_idx % CHUNKS == chunk and where(link) and src in (0, hdr.src_node)
     )
 
 

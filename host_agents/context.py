@@ -69,8 +69,10 @@ class CollectiveContext(Protocol):
         ...
 
     def ask_resend(self, msg: Incoming) -> None:
-        """Ask the sender of ``msg`` (from :meth:`irecv`) to resend it now instead of after its
-        retransmission timeout: other messages of this step arrived, this one is overdue."""
+        """Ask for ``msg`` now instead of after its sender's retransmission timeout: other
+        messages of this step arrived, this one is overdue. From :meth:`irecv`, its sender
+        resends it; from :meth:`multicast_incoming`, a co-root asks the root for what it
+        lacks (a member asks nothing: its co-root repairs it unasked)."""
         ...
 
     def consume(self, msg: Incoming) -> None:

@@ -249,8 +249,8 @@ class Engine:
         return self._mcast_rx.incoming(McastKey(root, comm, epoch, tree), size)
 
     def ask_resend(self, msg: Incoming) -> None:
-        """Ask the sender of unicast ``msg`` to resend it now (the caller knows it is due)."""
-        self._unicast.ask_resend(msg)
+        """Ask for ``msg`` now, it is due (context.CollectiveContext.ask_resend)."""
+        (self._mcast_rx.ask if isinstance(msg.key, McastKey) else self._unicast.ask_resend)(msg)
 
     def request_missing(self, msg: Incoming, root: int) -> None:
         """Ask the root of a published multicast for what ``msg`` lacks (the caller: when)."""

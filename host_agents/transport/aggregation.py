@@ -28,6 +28,7 @@ from host_agents.transport.keys import McastKey
 from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.messages import Incoming, Source, segment_count
 from host_agents.transport.nack_bounds import lacking as nack_lacking
+from host_agents.transport.outrun import outran
 from host_agents.transport.queue_wait import queue_allowance
 
 # CoRoots.patience: a D-SACK doubles it up to PATIENCE_MAX; it halves every half-life
@@ -50,6 +51,8 @@ class Aggregator:
         self.probe: asyncio.TimerHandle | None = None  # repairs unasked: see CoRoots
         self.probe_wait = 0.0  # the wait before the next probe (doubles: CoRoots._probe)
         self.complete_at: float | None = None  # when this co-root's own copy completed
+        self.seg_count = 0  # the multicast's segments, known once the copy completed
+        self.outrun: set[int] = set()  # members repaired for an outrun copy (transport/outrun)
         self.repaired: dict[tuple[int, int], float] = {}  # (member, segment) -> when
         self.relayed: dict[int, float] = {}  # member -> when a relay last went to it
         # segment -> members that asked for it while this co-root lacked it too
@@ -142,11 +145,15 @@ class CoRoots:
         merged = min(agg.cum.values())
         now = self.loop.time()
         if member == self.endpoint.node and cum >= ack.seg_count and agg.probe is None:
-            agg.complete_at = now
+            agg.complete_at, agg.seg_count = now, ack.seg_count
             agg.probe_wait = self._probe_delay()
             agg.probe = self.loop.call_later(agg.probe_wait, self._probe, key, ack.seg_count)
         elif cum >= ack.seg_count and not repeated and agg.complete_at is not None:
-            self.member_lag += (max(0.0, now - agg.complete_at) - self.member_lag) / 8
+            # Karn's rule: a repaired member's lag is the repair's (counted, each loss made
+            # the probe delay longer for the next)
+            if not any(m == member for m, _ in agg.repaired):
+                self.member_lag += (max(0.0, now - agg.complete_at) - self.member_lag) / 8
+            self._repair_outrun(key, member, now)
         if merged >= ack.seg_count:
             agg.cancel_timers()
             del self._aggregators[key]
@@ -161,10 +168,18 @@ class CoRoots:
             if agg.timer is None:
                 agg.timer = self.loop.call_later(self.cfg.ack_delay, self._report_merged, key)
         elif repeated and self.loop.time() - agg.reported_at >= self.cfg.nack_delay * 4:
-            # a member repeating itself answers a retransmission: the root has not heard our
-            # last report (lost on the way). Say it again, or a lost tail segment would be
-            # retransmitted from the wrong place forever.
+            # a member repeating itself answers a retransmission: the root lacks our last
+            # report (lost). Again, or a lost tail is resent from the wrong place forever
             self._report_merged(key)
+
+    def _repair_outrun(self, key: McastKey, member: int, now: float) -> None:
+        """``member`` completed ``key``: probe it for what transport/outrun.py says it lost."""
+        reorder = self.cfg.nack_delay + queue_allowance(self.endpoint, now)
+        for lost in outran(self._aggregators, key, member, reorder):
+            agg, cum = self._aggregators[lost], self._aggregators[lost].cum[member]
+            agg.outrun.add(member)
+            self.endpoint.stats.coroot_outrun_repairs += 1
+            self._repair_or_ask_root(lost, agg, member, [(cum if cum else agg.seg_count - 1, 1)])
 
     def _learn_from_duplicate(self, key: McastKey, ack: wire.Header) -> None:
         """A member had the segment a repair brought it (for ``msg_len`` us). Our own (a
@@ -329,13 +344,13 @@ class CoRoots:
                 self._repair(key, agg, member, [(seg, 1)])
 
     def relay(self, key: McastKey, seg: int) -> None:
-        """The root repaired segment ``seg`` to this co-root, which had it already: the
-        group's merged ACK is what holds the root back, so a member is behind, or its ACKs
-        were lost and nothing makes it send another (a member waiting on the root's window
-        has no new data to acknowledge). The members that have not acknowledged ``seg`` get
-        it from this node's copy; each answers with its progress, whether it lacked it or
-        not."""
-        agg = self._aggregators.get(key)
+        """The root repaired segment ``seg`` to this co-root. Had it already: the group's
+        merged ACK holds the root back, so a member is behind, or its ACKs were lost and
+        nothing makes it send another (a member waiting on the root's window has nothing new
+        to acknowledge). Lacked it: the loss may have been above us, and members that lost
+        every segment cannot ask. Members that have not acknowledged ``seg`` get it from this
+        node's copy; each answers with its progress, whether it lacked it or not."""
+        agg = self._aggregator(key)
         if agg is None or self._switch_merged(key):
             return
         # at most once per member in a while as slow as members' usual lag, and at least
@@ -377,9 +392,7 @@ class CoRoots:
         if not lacking:
             return
         # had we it all but kept no copy, the root must repair the member itself (a repair
-        # to us would be a duplicate here and never reach the member); else we lack it too.
-        # Before probes and relays asked, a member whose final ACK was lost stalled its root
-        # until peer_timeout
+        # to us would be a duplicate here, never reaching the member); else we lack it too
         self._ask_root(key, agg, lacking, member if self._has_all(key) else 0)
 
     def _ask_root(

@@ -158,11 +158,15 @@ class EngineStats:
     mcast_acks_at_root: int = 0  # multicast ACK frames reaching this node as a multicast root
     nacks_sent: int = 0
     tail_nacks: int = 0  # of nacks_sent: for a tail that stopped (no later segment shows a gap)
+    due_asks: int = 0  # of nacks_sent: for a multicast the caller knew was due (ask_resend)
     # segments a NACK asked for whose original arrived after it (transport/nack_timing.py)
     premature_nacks: int = 0
     nacks_received: int = 0
     nacks_forwarded: int = 0
     coroot_repairs: int = 0  # segments a co-root resent to a member from its own copy
+    # of the probes a co-root sent: to a member that completed a later multicast of the same
+    # operation first (transport/outrun.py)
+    coroot_outrun_repairs: int = 0
     duplicates: int = 0
     arrives_sent: int = 0
     arrive_retransmissions: int = 0

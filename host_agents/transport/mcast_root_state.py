@@ -64,6 +64,10 @@ class McastRoot:
         # rarely comes, and a backoff kept until one left the RTO at its cap (1 B broadcasts
         # at 5% loss took 0.88 s instead of about 0.1 s)
         self.backoff = 1.0
+        # ACK source or member of the root's group -> when it first had every segment, and
+        # when the last new segment went out: what tells a lost copy from a queued one
+        self.answered: dict[int, float] = {}
+        self.all_sent_at: float | None = None
 
     @property
     def rto(self) -> float:
@@ -77,6 +81,20 @@ class McastRoot:
     @property
     def slowest(self) -> int:
         return min(self.cum.values()) if self.cum else self.seg_count
+
+
+def outrun(root: McastRoot, behind: list[int], now: float, floor: float) -> bool:
+    """Were the few nodes ``behind`` outrun by the rest: every other ACK source answered, and
+    the last of them longer ago than they took (at least ``floor``)? Copies that went out
+    together and came back but for one say that one was lost, not queued (RACK's rule, RFC
+    8985). A queue explaining a silence (queue_wait) otherwise put off the repair of a copy a
+    co-root lost until the RTO's cap, 2 s: its host hears the others' traffic all the time."""
+    if root.merged or not behind or len(behind) > max(1, len(root.receivers) // 4):
+        return False
+    if root.all_sent_at is None or not root.answered:
+        return False
+    latest = max(root.answered.values())
+    return now - latest > max(latest - root.all_sent_at, floor)
 
 
 def receivers_behind(root: McastRoot, laggards: list[int]) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ from host_agents.plans import McastPlan
 from host_agents.transport.config import PeerTimeout
 from host_agents.transport.endpoint import Endpoint
 from host_agents.transport.keys import McastKey
-from host_agents.transport.mcast_root_state import McastRoot, receivers_behind
+from host_agents.transport.mcast_root_state import McastRoot, outrun, receivers_behind
 from host_agents.transport.mcast_segment import send_mcast_segment
 from host_agents.transport.merged_claims import claim_refusal
 from host_agents.transport.messages import Source, segment_bounds
@@ -158,6 +158,8 @@ class MulticastRoots:
                 break
             self._transmit(root, root.next_new, retransmit=False)
             root.next_new += 1
+        if root.next_new == root.seg_count and root.all_sent_at is None:
+            root.all_sent_at = self.loop.time()
         if root.next_new == root.seg_count and root.returns_early and not root.sent.done():
             root.sent.set_result(None)
         if root.timer is None and root.next_new > root.slowest:
@@ -228,7 +230,10 @@ class MulticastRoots:
                 )
             )
             return
-        if self._queue_explains(root, waited):
+        behind = self._behind(root, root.slowest)
+        if self._queue_explains(root, waited) and not outrun(
+            root, behind, self.loop.time(), self.cfg.rto_min
+        ):
             root.backoff *= 2  # look again later: the tree is still delivering
             root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
             return
@@ -240,7 +245,6 @@ class MulticastRoots:
             # that lacks an earlier one sees the gap and NACKs it, and one that has it
             # repeats its checkpoint (a merged ACK lost on the way up is sent again)
             segments = range(root.next_new - 1, root.next_new)
-        behind = self._behind(root, first)
         if len(behind) > max(1, len(root.receivers) // 4):
             for seg in segments:  # many behind: one copy down the whole tree serves them all
                 self._transmit(root, seg, retransmit=True)
@@ -312,6 +316,8 @@ class MulticastRoots:
                 self.endpoint.drop(refusal, None)
                 return True
             echo = root.stamps.echo_for(echo, checkpoint, root.seg_count, every)
+        if cum >= root.seg_count:
+            root.answered.setdefault(member, self.loop.time())
         if member in root.cum:
             held = wire.held_seconds(held_us) or 0.0
             self._ack(root, member, cum, echo, held)

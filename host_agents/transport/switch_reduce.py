@@ -55,7 +55,6 @@ from host_agents.transport.to_switch import own_switch
 
 InstanceKey = tuple[int, int]  # (comm, epoch)
 
-
 # a timeout learnt from round trips is at most this many times ``barrier_rto``
 LEARNT_RTO_LIMIT = 4
 # a resend turn learnt from round trips is at most this many times ``reduce_stagger``
@@ -206,8 +205,7 @@ class SwitchReduce:
         instance.resend = lambda chunk, asks: send(chunk, True, asks)
         started = last_event = last_result = loop.time()
         while lowest < count:
-            if sent < count and sent < lowest + in_flight:
-                bursts += 1
+            bursts += 1  # a label: what the loop below sends goes out together
             while sent < count and sent < lowest + in_flight:  # its slot's last result is here
                 send(sent, again=False)
                 sent += 1
@@ -253,11 +251,12 @@ class SwitchReduce:
                 while lowest < count and results[lowest] is not None:
                     lowest += 1
                 instance.lowest = lowest
+                tail_due = now + max(turn, tail_wait(self.cfg, trails))
                 for chunk, evidence in instance.bursts.overtaken(
                     results, lowest, sent, instance.resent
                 ):
                     if evidence == Evidence.BURST_TAIL:  # due a while after the latest result
-                        overtaken[chunk] = now + max(turn, tail_wait(self.cfg, trails))
+                        overtaken[chunk] = tail_due
                         continue
                     # one later result may be a reordering: wait at least a turn's floor
                     at = now + turn

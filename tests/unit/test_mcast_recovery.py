@@ -188,8 +188,9 @@ def test_members_that_asked_while_their_coroot_lacked_the_segment_are_not_made_t
 ):
     """One remote group loses the middle segment, and its co-root also the segments after it
     (so it notices only at its tail's silence, after its members asked). The co-root lacks
-    what they ask for and asks the root; when the repair comes it repairs them at once, so
-    each asks once. Before, they had to ask again (a NACK retry) for the co-root's copy."""
+    what they ask for and asks the root; when the repair comes it repairs them at once (and
+    relays it to those that have not asked yet), so each asks at most once. Before, they had
+    to ask again (a NACK retry) for the co-root's copy."""
     _member, coroot = remote_member()
     plan = plan_of()
     members = [n for n, target in plan.ack_target.items() if target == coroot and n != coroot]
@@ -213,7 +214,8 @@ def test_members_that_asked_while_their_coroot_lacked_the_segment_are_not_made_t
     assert seconds < BOUND
     assert dropped == member_links
     stats = {c.engine.node: c.engine.stats for c in cluster.comms}
-    assert [stats[n].nacks_sent for n in members] == [1] * len(members)
+    asks = [stats[n].nacks_sent for n in members]
+    assert max(asks) == 1, f"NACKs per member: {asks}"
     assert stats[coroot].coroot_repairs >= len(members)
 
 
@@ -603,3 +605,23 @@ def test_a_silent_member_of_a_short_message_is_probed_with_its_tail() -> None:
     # and it sent one ACK, when complete: a message the root sends in one window needs no
     # progress report before (the delayed ACK of the first segment went too, before 6d90ba4)
     assert stats[member].acks_sent == 1
+
+
+def test_a_member_its_coroot_repaired_does_not_lengthen_the_coroots_probe_delay() -> None:
+    """Karn's rule for the co-root's measure of how members lag: a member that lost every
+    segment completes only after the co-root's probe, a repair's time, not a lag. Counted
+    (an eighth of each sample), every such loss lengthened the next probe delay, four times
+    the measure: on BMv2 at 1% loss members lost alone waited over a second for their probe."""
+    member, coroot = remote_member()
+    probe_delay = 1.0
+    config = dataclasses.replace(CONFIG, coroot_probe_delay=probe_delay)
+
+    def lost_to_member(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        first = data_segment()(hdr) and not hdr.flags & wire.Flag.REPAIR
+        return link == to_host(member) and first
+
+    seconds, cluster = broadcast(lost_to_member, config=config)
+    assert seconds >= probe_delay  # the member waited for its probe
+    lag = coroots_of(cluster, coroot).member_lag
+    assert lag < probe_delay / 16, f"member lag {lag:.3f} s after one repaired member"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,10 +87,14 @@ async def timed_allgather(comms: list[Comm], instance: int) -> list[float]:
 
 
 def run(
-    losses: Losses, ack_merge: str = "coroots", config: EngineConfig = CONFIG
+    losses: Losses,
+    ack_merge: str = "coroots",
+    config: EngineConfig = CONFIG,
+    drop_if: Callable[[tuple[int, int], bytes], bool] | None = None,
 ) -> tuple[list[float], dict[str, Any]]:
     """One lossless warm-up allgather, then one with ``losses``: the second one's times, and
-    the engines' stats summed."""
+    the engines' stats summed. ``drop_if`` (default: ``losses``) decides each frame's fate
+    and may watch frames too; it consults ``losses`` itself."""
 
     async def main() -> tuple[list[float], dict[str, Any]]:
         cluster = Cluster(
@@ -103,7 +108,7 @@ def run(
                 op_timeout=OPTIONS.op_timeout,
                 ack_merge=ack_merge,
             ),
-            faults=Faults(drop_if=losses),
+            faults=Faults(drop_if=drop_if or losses),
         )
         chosen = set(losses.pending)
         losses.pending.clear()
@@ -196,3 +201,43 @@ def test_a_member_that_enters_late_is_waited_for_like_any_first_receive() -> Non
         assert all(r == b"".join(data) for r in results)
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_pack_lost_above_a_coroot_is_asked_for_by_the_coroot_and_relayed_at_once() -> None:
+    """Every rank of a group loses every segment of one pack's first transmission (a loss
+    above its co-root, the group's lowest node): nobody there can NACK a message it never
+    saw. The co-root, holding the other packs, asks the root once arrivals pause
+    (allgather.PACK_ASK_PAUSE), and relays the root's repair to its members as it comes.
+    Without either, the group waited for the root's timeout and then the co-root's probe,
+    both held at RTO_FLOOR here; its members ask nothing (their co-root repairs them)."""
+    group = {MEMBERS[r] for r in group_ranks(3)}
+    coroot = min(group)
+    links = {(TOPO.host_by_node(n).switch, TOPO.host_by_node(n).port) for n in group}
+    epochs: list[int] = []  # of the leader's multicasts: the warm-up's, then the measured one's
+    nacks_from: set[int] = set()
+
+    def lose_above_the_coroot(link: tuple[int, int], frame: bytes) -> bool:
+        hdr = wire.parse_frame(frame).hdr
+        if hdr.root_node != MEMBERS[LEADER]:
+            return False
+        if hdr.op == wire.Op.NACK and hdr.src_node in group:
+            nacks_from.add(hdr.src_node)
+        if hdr.op != wire.Op.MCAST or hdr.flags & (wire.Flag.REPAIR | wire.Flag.RETRANSMIT):
+            return False
+        if hdr.epoch not in epochs:
+            epochs.append(hdr.epoch)
+        return epochs.index(hdr.epoch) == 1 and link in links
+
+    # one segment per pack, as on jumbo links (BMv2's)
+    slow = dataclasses.replace(
+        CONFIG,
+        segment_size=wire.JUMBO_MTU - wire.HEADER_LEN,
+        rto_min=RTO_FLOOR,
+        rto_max=3 * RTO_FLOOR,
+        coroot_probe_delay=RTO_FLOOR,
+    )
+    done, stats = run(Losses(), config=slow, drop_if=lose_above_the_coroot)
+    assert len(epochs) == 2
+    assert max(done) < BOUND < RTO_FLOOR, f"slowest rank {max(done):.2f} s"
+    assert stats["due_asks"] >= 1
+    assert nacks_from == {coroot}, f"NACKs for the lost pack from {nacks_from}"

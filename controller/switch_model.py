@@ -17,7 +17,12 @@ from controller.switch_barrier import BarrierView, barrier_decide
 from controller.switch_frames import Parsed as Parsed
 from controller.switch_frames import deparse as deparse
 from controller.switch_frames import parse as parse
-from controller.switch_reduce import agg_admission_with_asks, agg_repair, reduce_decide
+from controller.switch_reduce import (
+    agg_admission_with_asks,
+    agg_header_reason,
+    agg_repair,
+    reduce_decide,
+)
 from controller.switch_rules import AGG_RESULT_KNOWN as AGG_RESULT_KNOWN
 from controller.switch_rules import MASK16 as MASK16
 from controller.switch_rules import MASK32 as MASK32
@@ -98,6 +103,7 @@ class SwitchModel:
         self.agg_key = [(0, 0)] * s.agg_slots  # (tag, owner)
         self.agg_arrived = [0] * s.agg_slots
         self.agg_lanes = [0] * (s.agg_slots * s.agg_lanes)
+        self.agg_completed = [0] * s.comm_slots  # the tag the root completed last, per comm
         self.ack_cells = [(0, 0)] * (s.ack_slots * s.ack_window)  # (tag, child bitmap)
         self.ack_cums = [(0, 0)] * (s.ack_slots * s.ack_window)  # (tag, lowest cum claimed)
 
@@ -197,7 +203,7 @@ class SwitchModel:
                 self._barrier(parsed, in_port, d)
         elif klass == "agg":
             assert coll is not None
-            d.drop_reason = self._agg_header_reason(coll)
+            d.drop_reason = agg_header_reason(coll, self.sizes.comm_slots)
             if d.drop_reason == DropReason.NONE:
                 self._reduce(parsed, in_port, d)
         elif klass == "ack_merge":
@@ -439,16 +445,6 @@ class SwitchModel:
         d.out_kind = OUT_UNICAST
         d.out_port = entry.parent_port
 
-    def _agg_header_reason(self, coll: wire.Header) -> DropReason:
-        """common/reduce.p4 AggHeaderCheck."""
-        if coll.comm_id >= self.sizes.comm_slots:
-            return DropReason.COMM_RANGE
-        if coll.seg_idx >= wire.AGG_CHUNK_LIMIT:
-            return DropReason.AGG_CHUNK_RANGE
-        if not 1 <= coll.tree <= wire.AGG_OP_MAX:
-            return DropReason.AGG_BAD_OP
-        return DropReason.NONE
-
     def _reduce(self, parsed: Parsed, in_port: int, d: Decision) -> None:
         """v1model/state.p4 BarrierState (read_config, AggState, advance_released) and
         common/reduce.p4 AggClassify, agg_repair, agg_releases_epoch and ReduceDecide."""
@@ -504,7 +500,10 @@ class SwitchModel:
             d.drop_reason = DropReason.ABSORBED
             return
         assert verdict is not None
-        out = reduce_decide(coll, verdict, child_mask, previous, self.state.node_id)
+        before = 0
+        if verdict == AggVerdict.DISTRIBUTE and not is_result:  # only the root's completion
+            before, self.agg_completed[comm] = self.agg_completed[comm], tag
+        out = reduce_decide(coll, verdict, child_mask, previous, self.state.node_id, before)
         parsed.coll = out.coll
         d.out_kind = {"reply": OUT_REPLY, "mcast": OUT_MCAST, "unicast": OUT_UNICAST}[out.kind]
         d.mcast_children, d.filter_children = out.children, out.kind == "mcast"

@@ -57,6 +57,7 @@ def agg_frame(
     comm: int = COMM,
     payload: bytes | None = None,
     flags: int = 0,
+    seq: int = 0,
 ) -> bytes:
     """A REDUCE (or RESULT) of ``chunk`` of instance ``epoch``; ``count`` chunks in the
     instance (default: more than ``chunk``, so it is not the last one)."""
@@ -70,6 +71,7 @@ def agg_frame(
         seg_count=seg_count,
         tree=op,
         flags=flags,
+        seq=seq,
     )
     if payload is None:
         known = 1 <= op <= wire.AGG_OP_MAX
@@ -433,7 +435,47 @@ def scenario_reduce_switch_asked_by_its_parent(sut: SwitchUnderTest) -> None:
     assert check.new_drops() == {DropReason.NOT_CHILD: 1}
 
 
+def scenario_reduce_root_names_the_chunk_it_completed_before(sut: SwitchUnderTest) -> None:
+    """The root's RESULT names in seq the chunk the root completed before it, as its tag
+    (epoch ++ chunk; 0 for the first after configuration), whatever seq the contributions
+    carried: in completion order, across instances, per communicator. An answer from a slot
+    names nothing (0); below the root a RESULT passes down with the name it came with."""
+    other = COMM + 1
+    sut.configure(base_state(sut))
+    write_barrier(sut, COMM, 1, parent=0, children=(1, 2))
+    write_barrier(sut, other, 1, parent=0, children=(1, 2))
+
+    def tag(epoch: int, chunk: int) -> int:
+        return epoch << 16 | chunk
+
+    def complete(comm: int, chunk: int, epoch: int = 1) -> int:
+        send_agg(sut, 1, [1] * LANES, chunk=chunk, comm=comm, epoch=epoch, seq=999)
+        out = send_agg(sut, 2, [2] * LANES, chunk=chunk, comm=comm, epoch=epoch, seq=0xFFFFFFFF)
+        named = {parsed(out)[port][0].hdr.seq for port in (1, 2)}
+        assert len(named) == 1, named  # the same to every child
+        return named.pop()
+
+    assert complete(COMM, 2) == 0
+    assert complete(COMM, 0) == tag(1, 2)  # completion order, not chunk order
+    assert complete(COMM, 1) == tag(1, 0)
+    assert complete(other, 5) == 0  # another communicator's own
+    assert complete(COMM, 3, epoch=2) == tag(1, 1)  # across instances
+    assert complete(other, 6) == tag(1, 5)
+    late = send_agg(sut, 1, [1] * LANES, chunk=1, seq=77)
+    assert ports_of(late) == {1: 1} and parsed(late)[1][0].hdr.seq == 0
+    # below the root: the name comes from the parent, answers name nothing
+    write_barrier(sut, COMM, 2, parent=PARENT_PORT, children=(1, 2))
+    send_agg(sut, 1, [1] * LANES, epoch=3)
+    up = send_agg(sut, 2, [2] * LANES, epoch=3)
+    assert ports_of(up) == {PARENT_PORT: 1}
+    down = send_agg(sut, PARENT_PORT, [3] * LANES, epoch=3, kind=Op.RESULT, seq=tag(2, 9))
+    assert {parsed(down)[port][0].hdr.seq for port in (1, 2)} == {tag(2, 9)}
+    again = send_agg(sut, 2, [2] * LANES, epoch=3, seq=5)
+    assert ports_of(again) == {2: 1} and parsed(again)[2][0].hdr.seq == 0
+
+
 REDUCE_SCENARIOS = [
+    scenario_reduce_root_names_the_chunk_it_completed_before,
     scenario_reduce_resend_asks_the_missing_children,
     scenario_reduce_switch_asked_by_its_parent,
     scenario_reduce_every_op_on_a_root,

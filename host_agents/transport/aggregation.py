@@ -176,7 +176,8 @@ class CoRoots:
         """``member`` completed ``key``: probe it for what transport/outrun.py says it lost."""
         reorder = self.cfg.nack_delay + queue_allowance(self.endpoint, now)
         for lost in outran(self._aggregators, key, member, reorder):
-            agg, cum = self._aggregators[lost], self._aggregators[lost].cum[member]
+            agg = self._aggregators[lost]
+            cum = agg.cum[member]
             agg.outrun.add(member)
             self.endpoint.stats.coroot_outrun_repairs += 1
             self._repair_or_ask_root(lost, agg, member, [(cum if cum else agg.seg_count - 1, 1)])

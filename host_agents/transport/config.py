@@ -173,10 +173,11 @@ class EngineStats:
     reduce_sent: int = 0
     reduce_retransmissions: int = 0
     # of reduce_retransmissions: on the reduction's timer, after later results overtook the
-    # chunk, and asked by the switch (transport/switch_reduce.py)
+    # chunk, asked by the switch, and for a gap in the root's numbers (transport/switch_reduce.py)
     reduce_timer_resends: int = 0
     reduce_overtaken_resends: int = 0
     reduce_asked_resends: int = 0
+    reduce_gap_resends: int = 0
     # published multicasts (allgather innet): asks after a silence, asks whose answer was
     # overdue, and the root's repairs by unicast, by multicast, and skipped as just resent
     published_silence_asks: int = 0

@@ -32,7 +32,13 @@ dragonfly group two turns later, of each switch three, the others four (a turn i
 chunk's round trip, at least ``reduce_stagger``); the first resend's repair usually reaches the
 others before their turn; on the timer the others wait a timeout more, so the first member
 tries again first when a frame of its repair was lost. When every rank resent, one REDUCE lost
-on a host's link cost 72 resends.
+on a host's link cost 72 resends. A RESULT lost below the root is another matter: the switches
+above the loss hold it, and the host that lacks it, often alone, waited its turn (four for
+half the ranks, a third of a second on the loaded emulator) for a repair nobody else would
+send. The root's next RESULT names the one before it (transport/result_order.py), so such a
+host asks its switch soon, in turns of ``reduce_stagger`` (the subtree's first member first),
+without asking for contributions: the plain REDUCE again, answered where the result is, sent
+up by a complete slot, dropped at an incomplete one.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from host_agents.reduction import IDENTITY, LANE_BYTES, WIRE, ReduceOp
 from host_agents.transport.config import EngineError, PeerTimeout
 from host_agents.transport.endpoint import BROADCAST_MAC, Endpoint
 from host_agents.transport.reduce_evidence import Bursts, Evidence, Trails, new_trails, tail_wait
+from host_agents.transport.result_order import named_before
 from host_agents.transport.rtt import RttEstimate
 from host_agents.transport.to_switch import own_switch
 
@@ -77,6 +84,9 @@ class _Instance:
     stagger: float = 0.0  # one resend turn (SwitchReduce._stagger)
     lowest: int = 0  # the lowest chunk without a result
     resend: Callable[[int, bool], None] | None = None  # (chunk, asks): once running
+    # chunks a later RESULT named and this host lacks: (when to ask for it, chunk)
+    gaps: list[tuple[float, int]] = field(default_factory=list)
+    gap_asked: set[int] = field(default_factory=set)  # chunks asked for that way
     failure: EngineError | None = None  # set when the communicator is freed under it
 
 
@@ -189,6 +199,15 @@ class SwitchReduce:
                 if chunk >= in_flight:
                     instance.first_sent[chunk] = loop.time()
 
+        def ask_for_gap(chunk: int) -> None:
+            """A later RESULT named this chunk (lost below the root): the plain REDUCE again,
+            which the switch that holds the result answers (asking for no contribution)."""
+            part = payload[chunk * chunk_bytes : (chunk + 1) * chunk_bytes]
+            endpoint.send_frame(BROADCAST_MAC, header.with_(seg_idx=instance.base + chunk), part)
+            endpoint.stats.reduce_retransmissions += 1
+            endpoint.stats.reduce_gap_resends += 1
+            instance.gap_asked.add(chunk)
+
         lowest = sent = known = 0  # lowest chunk without a result; chunks sent; results held
         bursts = 0  # sends so far that went out together (a window's worth, or a result's)
         # a chunk's result also waits for every other rank's send of it, so under loss the
@@ -221,7 +240,8 @@ class SwitchReduce:
             if now - last_result >= timeout:
                 what = f"waiting for the RESULT of chunk {instance.base + lowest} of reduction"
                 raise PeerTimeout(own_switch(endpoint), f"{what} {epoch} on comm {comm}", timeout)
-            due = min(overtaken.values(), default=now + timeout)
+            gaps_due = (gap[0] for gap in instance.gaps)
+            due = min([*overtaken.values(), *gaps_due], default=now + timeout)
             wait = min(last_event + backoff + timer_turn, last_result + timeout, due) - now
             if wait > 0 and instance.known == known:
                 instance.arrived.clear()
@@ -240,14 +260,15 @@ class SwitchReduce:
                 for chunk, sent_at in list(instance.first_sent.items()):
                     if results[chunk] is not None:
                         del instance.first_sent[chunk]
-                        if chunk not in instance.resent:  # a resent chunk's time is unclear
-                            rtt.sample(now - sent_at, self.cfg)
+                        if chunk not in instance.resent and chunk not in instance.gap_asked:
+                            rtt.sample(now - sent_at, self.cfg)  # else its time is unclear
                 # progress ends the backoff: past the first results, chunks take a round trip
                 if rtt.srtt > 0:
                     backoff = self._base_rto(rtt, round_trip_cap)
                 else:
                     backoff = self._base_rto(entry, self.cfg.reduce_rto_max)
-                instance.bursts.learn_trails(results, instance.resent, trails)
+                asked = instance.resent | instance.gap_asked
+                instance.bursts.learn_trails(results, asked, trails)
                 while lowest < count and results[lowest] is not None:
                     lowest += 1
                 instance.lowest = lowest
@@ -283,6 +304,10 @@ class SwitchReduce:
                 probed = (lowest, sent)
                 last_event = now
                 backoff = min(backoff * 2, self.cfg.reduce_rto_max)
+            for gap in [g for g in instance.gaps if g[0] <= now]:
+                instance.gaps.remove(gap)
+                if results[gap[1]] is None and gap[1] not in instance.gap_asked:
+                    ask_for_gap(gap[1])  # not reordered, nor repaired by a first member
             for chunk, at in list(overtaken.items()):
                 # it came, or an ask had it resent meanwhile (since the probe scheduled it)
                 since = followed.get(chunk, -1.0)
@@ -338,6 +363,10 @@ class SwitchReduce:
 
     def on_result(self, hdr: wire.Header, payload: memoryview) -> None:
         """A RESULT from this host's own switch."""
+        if len(payload) != self.cfg.agg_lanes * LANE_BYTES:
+            self.endpoint.drop("RESULT with the wrong number of lanes", hdr)
+            return
+        self._lacks_named(hdr)
         instance = self._active.get((hdr.comm_id, hdr.epoch))
         chunk = -1 if instance is None else hdr.seg_idx - instance.base
         if instance is None or not 0 <= chunk < len(instance.results):
@@ -346,13 +375,23 @@ class SwitchReduce:
         if instance.results[chunk] is not None:
             self.endpoint.stats.duplicates += 1
             return
-        if len(payload) != self.cfg.agg_lanes * LANE_BYTES:
-            self.endpoint.drop("RESULT with the wrong number of lanes", hdr)
-            return
         instance.results[chunk] = bytes(payload)
         instance.bursts.arrived(chunk, self.loop.time())
         instance.known += 1
         instance.arrived.set()
+
+    def _lacks_named(self, hdr: wire.Header) -> None:
+        """The chunk a RESULT names as completed before it: lacking it, ask for it after a
+        reordering's time, in turns (a subtree's first member's repair reaches the others)."""
+        named = named_before(hdr.seq)
+        instance = None if named is None else self._active.get((hdr.comm_id, named[0]))
+        if named is None or instance is None:
+            return
+        chunk = named[1] - instance.base
+        if 0 <= chunk < instance.sent and instance.results[chunk] is None:
+            turns = self.turns(hdr.comm_id)
+            instance.gaps.append((self.loop.time() + (1 + turns) * self.cfg.reduce_stagger, chunk))
+            instance.arrived.set()
 
     def purge(self, comm: int) -> None:
         self._next_chunk.pop(comm, None)

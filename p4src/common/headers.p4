@@ -139,6 +139,7 @@ struct coll_meta_t {
     bit<8> agg_verdict;
     bit<8> agg_lane_mode;
     bit<32> agg_chunks_left; /* seg_count - seg_idx, 1 for an instance's last chunk (operand) */
+    bit<32> agg_completed_before; /* at the root: the tag it completed last (agg_completed) */
 
     /* switch-merged ACKs (common/ackmerge.p4): the slot's entry, and the cell after the ACK */
     bit<1> ack_found;

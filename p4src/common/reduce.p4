@@ -12,6 +12,14 @@
  * the tree and the released epoch, agg_releases_epoch) and calls the functions below, in the
  * order key, arrived, lanes, so every architecture takes the same decisions;
  * docs/protocol.md has the state machine.
+ *
+ * The root's RESULT names, in seq, the chunk the root completed before it (its tag; register
+ * agg_completed, one per comm slot, read and replaced after the verdict: meta.agg_completed_
+ * before), and keeps that name down the tree; a switch answering from its slot sends seq 0.
+ * A host that gets the RESULT of a chunk whose predecessor it lacks lost that one below the
+ * root, alone or with its subtree, and asks its switch for it at once, where a chunk not
+ * completed (every host lacks it) waits for the resend order
+ * (host_agents/transport/result_order.py).
  */
 #ifndef NETCOLL_REDUCE_P4
 #define NETCOLL_REDUCE_P4
@@ -285,6 +293,7 @@ control ReduceDecide(inout headers_t hdr, inout coll_meta_t meta) {
         hdr.coll.payload_crc = 0;
         if (meta.agg_verdict == AGG_ANSWER) {
             hdr.coll.op = OP_RESULT;
+            hdr.coll.seq = 0; /* from a slot, not the root's completion: names nothing */
             meta.out_kind = OUT_REPLY;
         } else if (meta.agg_verdict == AGG_SEND_UP) {
             meta.out_kind = OUT_UNICAST;
@@ -294,6 +303,9 @@ control ReduceDecide(inout headers_t hdr, inout coll_meta_t meta) {
             meta.mcast_children = meta.bar_child_mask & ~meta.agg_previous;
             meta.filter_children = 1;
         } else {
+            if (hdr.coll.op == OP_REDUCE) {
+                hdr.coll.seq = meta.agg_completed_before; /* the root's; a RESULT keeps it */
+            }
             hdr.coll.op = OP_RESULT;
             meta.out_kind = OUT_MCAST;
             meta.mcast_children = meta.bar_child_mask;

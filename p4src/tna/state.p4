@@ -305,13 +305,15 @@ control AggLanes(inout headers_t hdr, in coll_meta_t meta) {
 
 /* Aggregation slots (common/reduce.p4), applied by BarrierState after B2 read the tree into
  * meta.bar_* (outside the state pipe BarrierState defers the packet first). Access blocks in
- * pipeline order: A1 agg_slot_owner and agg_key, A2 agg_arrived; A3, the lanes, is AggLanes
- * at the end of ingress. */
+ * pipeline order: A1 agg_slot_owner and agg_key, A2 agg_arrived, A4 agg_completed (after the
+ * verdict); A3, the lanes, is AggLanes at the end of ingress. */
 control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) agg_slot_hash;
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_slot_owner; /* 0: never used */
     Register<bit<32>, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_key; /* the tag */
     Register<port_bitmap_t, bit<32>>(NETCOLL_AGG_SLOTS, 0) agg_arrived;
+    /* the tag of the chunk the root completed last, per comm slot (common/reduce.p4) */
+    Register<bit<32>, bit<32>>(NETCOLL_COMM_SLOTS, 0) agg_completed;
 
     /* agg_key_relation asks three questions (owner equal, tag equal, tag after) and a stateful
      * ALU has two comparison units, so the owner has its own register, taken unconditionally
@@ -361,6 +363,14 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
                 previous = stored;
             }
             stored = meta.arch_agg_arrival;
+        }
+    };
+
+    /* A4, after the verdict: the chunk completed before this one, and this one in its place */
+    RegisterAction<bit<32>, bit<32>, bit<32>>(agg_completed) agg_completed_swap = {
+        void apply(inout bit<32> stored, out bit<32> before) {
+            before = stored;
+            stored = meta.agg_tag;
         }
     };
 
@@ -441,6 +451,10 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             }
             compute_arrival_operands();
             classify.apply(hdr, meta); /* agg_lane_mode: what AggLanes does (access A3) */
+            /* access A4: only the root distributes a REDUCE (comm_id is range-checked) */
+            if (meta.agg_verdict == AGG_DISTRIBUTE && hdr.coll.op == OP_REDUCE) {
+                meta.agg_completed_before = agg_completed_swap.execute((bit<32>) hdr.coll.comm_id);
+            }
         }
     }
 }

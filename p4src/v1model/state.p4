@@ -82,6 +82,8 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     register<bit<64>>(NETCOLL_AGG_SLOTS) agg_key; /* tag in [63:32], owner in [31:0] */
     register<port_bitmap_t>(NETCOLL_AGG_SLOTS) agg_arrived;
     register<bit<32>>(NETCOLL_AGG_LANE_CELLS) agg_lanes;
+    /* the tag of the chunk the root completed last, per comm slot (common/reduce.p4) */
+    register<bit<32>>(NETCOLL_COMM_SLOTS) agg_completed;
 
     /* Take the slot for this chunk unless it holds a newer one, or the packet is an ask. */
     action claim_key() {
@@ -119,6 +121,12 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
         NETCOLL_FOR_EACH_LANE(V1_LANE_READ)
     }
 
+    /* comm_id was range-checked by AggHeaderCheck */
+    action record_completion() {
+        agg_completed.read(meta.agg_completed_before, (bit<32>) hdr.coll.comm_id);
+        agg_completed.write((bit<32>) hdr.coll.comm_id, meta.agg_tag);
+    }
+
     apply {
         admission.apply(hdr, meta);
         if (meta.drop_reason == DROP_NONE
@@ -147,6 +155,9 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             combine_lanes();
         } else if (meta.agg_lane_mode == AGG_LANES_READ) {
             read_lanes();
+        }
+        if (meta.agg_verdict == AGG_DISTRIBUTE && hdr.coll.op == OP_REDUCE) {
+            record_completion(); /* only the root distributes a REDUCE */
         }
     }
 }

@@ -152,3 +152,41 @@ def test_a_result_lost_at_the_tail_of_its_burst_is_resent_before_the_timer() -> 
     # a subtree's: its first member's, answered from above
     assert 1 <= resends[4] <= 2, resends
     assert resends[1] == resends[5] == 0, resends
+
+
+def test_a_result_lost_below_the_root_is_asked_for_at_once_by_the_hosts_that_lack_it() -> None:
+    """The root numbers its RESULTs: a host that lost one hears the next number and asks its
+    switch at once, where before it waited its turn (three or four turns for most ranks) as
+    if every rank lacked the chunk. A REDUCE lost leaves no gap: nobody asks that way, and
+    the first member's resend repairs it as before."""
+    middle = 3
+
+    def run(counter: str) -> dict[int, int]:
+        drop_if = OneLossPerEpoch(
+            {
+                2: lose(wire.Op.RESULT, middle, to_host(HOSTS[7])),
+                3: lose(wire.Op.RESULT, middle, between_switches),
+                4: lose(wire.Op.REDUCE, middle, lambda link: link[0] < 0, src=HOSTS[5]),
+            },
+            first_sends_only=True,
+        )
+        counts = resends_per_epoch(
+            TOPO,
+            HOSTS,
+            TIMERS,
+            drop_if,
+            5,
+            counter,
+            lambda comm: comm.run("allreduce", Call(bytes(NBYTES), 0, NBYTES), algorithm="innet"),
+        )
+        drop_if.assert_every_loss_happened()
+        return counts
+
+    asked = run("reduce_gap_resends")
+    # one host's RESULT: that host asks for it; a subtree's: each of its hosts
+    assert asked[2] == 1, asked
+    assert 1 <= asked[3] <= 8, asked
+    assert asked[1] == asked[4] == asked[5] == 0, asked
+    # nobody waited for a turn to resend the lost RESULTs
+    in_turn = run("reduce_overtaken_resends")
+    assert in_turn[2] == in_turn[3] == 0, in_turn

@@ -52,6 +52,23 @@ def to_host(node: int) -> Callable[[LinkKey], bool]:
     return lambda link: link == (host.switch, host.port)
 
 
+def allreduces_under(plan: dict[int, Chooser], epochs: int, counter: str) -> dict[int, int]:
+    """``epochs`` in-network allreduces, one frame lost per epoch by ``plan`` (first sends
+    only), every loss checked to have happened: how much ``counter`` grew in each."""
+    drop_if = OneLossPerEpoch(plan, first_sends_only=True)
+    counts = resends_per_epoch(
+        TOPO,
+        HOSTS,
+        TIMERS,
+        drop_if,
+        epochs,
+        counter,
+        lambda comm: comm.run("allreduce", Call(bytes(NBYTES), 0, NBYTES), algorithm="innet"),
+    )
+    drop_if.assert_every_loss_happened()
+    return counts
+
+
 def test_one_lost_reduction_frame_costs_about_one_resend() -> None:
     plan: dict[int, Chooser] = {
         # epoch 1 waits for every engine to start
@@ -64,18 +81,7 @@ def test_one_lost_reduction_frame_costs_about_one_resend() -> None:
         # one it waits for at once, not in its turn after 70 others
         6: lose(wire.Op.RESULT, 1, to_host(HOSTS[70])),
     }
-    drop_if = OneLossPerEpoch(plan, first_sends_only=True)
-
-    resends = resends_per_epoch(
-        TOPO,
-        HOSTS,
-        TIMERS,
-        drop_if,
-        7,
-        "reduce_retransmissions",
-        lambda comm: comm.run("allreduce", Call(bytes(NBYTES), 0, NBYTES), algorithm="innet"),
-    )
-    drop_if.assert_every_loss_happened()
+    resends = allreduces_under(plan, 7, "reduce_retransmissions")
     # a REDUCE lost on a host's link or between switches: the first member's resend, and the
     # asked host's (or the asked switch sends its part up again)
     assert resends[2] <= 2, resends
@@ -119,34 +125,14 @@ def test_a_result_lost_at_the_tail_of_its_burst_is_resent_before_the_timer() -> 
     (transport/reduce_evidence.py). Before, the timer repaired it: with these timers a
     second or more later, and each rank in its turn after that."""
     last = CHUNKS - 1
-
-    def plan() -> OneLossPerEpoch:
-        return OneLossPerEpoch(
-            {
-                2: lose(wire.Op.RESULT, last, to_host(HOSTS[7])),
-                3: lose(wire.Op.RESULT, last, to_host(HOSTS[40])),
-                4: lose(wire.Op.RESULT, last, between_switches),
-            },
-            first_sends_only=True,
-        )
-
-    def run(counter: str) -> dict[int, int]:
-        drop_if = plan()
-        counts = resends_per_epoch(
-            TOPO,
-            HOSTS,
-            TIMERS,
-            drop_if,
-            5,
-            counter,
-            lambda comm: comm.run("allreduce", Call(bytes(NBYTES), 0, NBYTES), algorithm="innet"),
-        )
-        drop_if.assert_every_loss_happened()
-        return counts
-
-    timer_resends = run("reduce_timer_resends")
+    plan = {
+        2: lose(wire.Op.RESULT, last, to_host(HOSTS[7])),
+        3: lose(wire.Op.RESULT, last, to_host(HOSTS[40])),
+        4: lose(wire.Op.RESULT, last, between_switches),
+    }
+    timer_resends = allreduces_under(plan, 5, "reduce_timer_resends")
     assert all(timer_resends[e] == 0 for e in (2, 3, 4)), timer_resends
-    resends = run("reduce_retransmissions")
+    resends = allreduces_under(plan, 5, "reduce_retransmissions")
     # one host's RESULT: its own resend, answered by its switch
     assert resends[2] <= 1 and resends[3] <= 1, resends
     # a subtree's: its first member's, answered from above
@@ -155,38 +141,22 @@ def test_a_result_lost_at_the_tail_of_its_burst_is_resent_before_the_timer() -> 
 
 
 def test_a_result_lost_below_the_root_is_asked_for_at_once_by_the_hosts_that_lack_it() -> None:
-    """The root numbers its RESULTs: a host that lost one hears the next number and asks its
-    switch at once, where before it waited its turn (three or four turns for most ranks) as
-    if every rank lacked the chunk. A REDUCE lost leaves no gap: nobody asks that way, and
-    the first member's resend repairs it as before."""
+    """The root's next RESULT names the one before it: a host that lost that one asks its
+    switch for it within a few milliseconds, where before it waited its turn (three or four
+    turns for most ranks) as if every rank lacked the chunk. A REDUCE lost leaves every rank
+    lacking a chunk no RESULT names: nobody asks that way, and the first member's resend
+    repairs it as before."""
     middle = 3
-
-    def run(counter: str) -> dict[int, int]:
-        drop_if = OneLossPerEpoch(
-            {
-                2: lose(wire.Op.RESULT, middle, to_host(HOSTS[7])),
-                3: lose(wire.Op.RESULT, middle, between_switches),
-                4: lose(wire.Op.REDUCE, middle, lambda link: link[0] < 0, src=HOSTS[5]),
-            },
-            first_sends_only=True,
-        )
-        counts = resends_per_epoch(
-            TOPO,
-            HOSTS,
-            TIMERS,
-            drop_if,
-            5,
-            counter,
-            lambda comm: comm.run("allreduce", Call(bytes(NBYTES), 0, NBYTES), algorithm="innet"),
-        )
-        drop_if.assert_every_loss_happened()
-        return counts
-
-    asked = run("reduce_gap_resends")
+    plan = {
+        2: lose(wire.Op.RESULT, middle, to_host(HOSTS[7])),
+        3: lose(wire.Op.RESULT, middle, between_switches),
+        4: lose(wire.Op.REDUCE, middle, lambda link: link[0] < 0, src=HOSTS[5]),
+    }
+    asked = allreduces_under(plan, 5, "reduce_gap_resends")
     # one host's RESULT: that host asks for it; a subtree's: each of its hosts
     assert asked[2] == 1, asked
     assert 1 <= asked[3] <= 8, asked
     assert asked[1] == asked[4] == asked[5] == 0, asked
     # nobody waited for a turn to resend the lost RESULTs
-    in_turn = run("reduce_overtaken_resends")
+    in_turn = allreduces_under(plan, 5, "reduce_overtaken_resends")
     assert in_turn[2] == in_turn[3] == 0, in_turn

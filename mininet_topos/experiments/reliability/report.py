@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from controller import topology_build
 from mininet_topos.experiments.provenance import PROTOCOL_COVERS
+from mininet_topos.experiments.reliability.report_floor import render_beyond_lossless
 from mininet_topos.experiments.reliability.report_timing import render_time_under_loss
 from mininet_topos.experiments.reliability.results import Cell, CellKey, Results
 from mininet_topos.links.linkfaults import Impairment
@@ -167,6 +168,7 @@ def render(results: Results, keys: list[CellKey], target: int) -> str:
         *_emulator_load(results),
         *_protocols(results),
         *render_time_under_loss(results, ranks_of(results)),
+        *render_beyond_lossless(results),
         "",
         "## Runs",
         "",

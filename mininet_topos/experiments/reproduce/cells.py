@@ -71,6 +71,7 @@ PER_UNIT_S = {
     ("scatter", "any"): 1.5e-3,  # per rank x segment of one block
     ("allgather", "any"): 0.35e-3,  # per rank^2 x segment of one block
     ("barrier", "innet"): 1e-3,  # per rank
+    ("allreduce", "any"): 1e-3,  # per rank x segment: a guess until a dilated run calibrates it
     ("barrier", "host"): 4e-3,
 }
 OP_FLOOR_S = 0.01  # the least an operation takes (a wake-up and a round trip)
@@ -90,6 +91,8 @@ def operation_seconds(test: CollectiveTest, size: int, ranks: int) -> float:
         return OP_FLOOR_S + PER_UNIT_S[("barrier", host)] * ranks
     if test.collective == "allgather":
         return OP_FLOOR_S + PER_UNIT_S[("allgather", "any")] * ranks * ranks * segs
+    if test.collective == "allreduce":
+        return OP_FLOOR_S + PER_UNIT_S[("allreduce", "any")] * ranks * segs
     if test.collective == "scatter":
         return OP_FLOOR_S + PER_UNIT_S[("scatter", "any")] * ranks * segs
     return OP_FLOOR_S + PER_UNIT_S[("bcast", "any")] * ranks * segs

@@ -51,6 +51,8 @@ class Comparison:
         )
 
 
+HOST_ALLREDUCE = ("recursive_doubling", "ring", "rabenseifner", "binomial")
+
 COMPARISONS = (
     Comparison("latency", "ib-mcast", "bcast", "innet", ("binomial",), 1, 1 / (1 - 0.58)),
     Comparison("throughput", "ib-mcast", "bcast", "innet", ("binomial",), 262144, 2.12),
@@ -70,6 +72,20 @@ COMPARISONS = (
     ),
     Comparison(
         "all-roots-innet", "ragasa", "bcast", "innet", ("binomial",), 16384, None, "all_roots"
+    ),
+    # no paper: the project's targets (offloads.py), in the paper's column
+    *(
+        Comparison(f"allreduce-{size}", "offloads", "allreduce", "innet", HOST_ALLREDUCE, size, 3.0)
+        for size in (4, 1024)
+    ),
+    Comparison(
+        "allgather-packed",
+        "offloads",
+        "allgather",
+        "innet_packed",
+        ("recursive_doubling",),
+        1024,
+        2.0,
     ),
 )
 

@@ -1,7 +1,8 @@
 """``make reproduce``: each paper's experiment (README.md, Papers) as cells, per profile.
 
-One module per paper (ragasa.py, ib_mcast.py, tofu2.py, nic_barrier.py, df_scatter.py) holds its
-claim, its cells and its report section; this module puts them together.
+One module per paper (ragasa.py, ib_mcast.py, tofu2.py, nic_barrier.py, df_scatter.py), and one
+for the project's own offload targets (offloads.py), holds its claim, its cells and its report
+section; this module puts them together.
 
 A cell is one launch of agents on the network (one workload, one or more tests): the unit that
 is measured, saved and skipped on ``--resume``. Cells whose link bytes matter (every rank
@@ -15,17 +16,24 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from mininet_topos.experiments.reproduce import df_scatter, ib_mcast, nic_barrier, ragasa, tofu2
+from mininet_topos.experiments.reproduce import (
+    df_scatter,
+    ib_mcast,
+    nic_barrier,
+    offloads,
+    ragasa,
+    tofu2,
+)
 from mininet_topos.experiments.reproduce.cells import PROFILES, CellSpec, Claim
 
 # only every rank broadcasting leaves cells out (by the cost model, on large networks)
 from mininet_topos.experiments.reproduce.ragasa import left_out, left_out_cells
 
 # the order of the report; a new paper's module goes here
-PAPERS: tuple[ModuleType, ...] = (ragasa, ib_mcast, tofu2, nic_barrier, df_scatter)
+PAPERS: tuple[ModuleType, ...] = (ragasa, ib_mcast, tofu2, nic_barrier, df_scatter, offloads)
 # the order they run in: the cheap experiments first, every rank broadcasting last: when the
 # budget runs out, what is missing is the largest sizes of one experiment, not whole experiments
-RUN_ORDER: tuple[ModuleType, ...] = (nic_barrier, df_scatter, ib_mcast, tofu2, ragasa)
+RUN_ORDER: tuple[ModuleType, ...] = (nic_barrier, df_scatter, ib_mcast, offloads, tofu2, ragasa)
 
 __all__ = ["CLAIMS", "PAPERS", "PAPER_VALUES", "left_out", "left_out_cells", "plan"]
 

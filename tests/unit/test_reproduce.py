@@ -28,7 +28,7 @@ from mininet_topos.experiments.reproduce.results import (
 pytestmark = pytest.mark.unit
 
 DF242_HOSTS = 72
-EXPERIMENTS = {"ragasa", "ib-mcast", "tofu2", "nic-barrier", "df-scatter"}
+EXPERIMENTS = {"ragasa", "ib-mcast", "tofu2", "nic-barrier", "df-scatter", "offloads"}
 
 
 # -- planning -----------------------------------------------------------------------------
@@ -408,6 +408,11 @@ def every_experiment() -> Results:
             collective=collective, algorithm=algorithm, size=1024, mode="single", completion_s=[t]
         )
         add(key, cell(key, m, link_bytes=200, global_link_bytes=20, minimum_bytes=100))
+    reduces = [
+        measurement(collective="allreduce", algorithm=a, size=4, mode="single", completion_s=[t])
+        for a, t in (("innet", 0.1), ("binomial", 0.4))
+    ]
+    add("offloads:allreduce", cell("offloads:allreduce", *reduces))
     return results
 
 
@@ -427,7 +432,7 @@ def test_the_report_has_every_paper_its_ratio_and_its_plot(tmp_path: Path) -> No
     assert "| 3.00x | 50 (2.00x) |" in text  # link and global-link bytes vs their minimum
     assert "speed build" in text and "1.2.4.8" in text
     assert "Where we differ" in text and "set the pace" in text
-    assert len(written) == 6 and all(p.exists() and p.suffix == ".png" for p in written[1:])
+    assert len(written) == 7 and all(p.exists() and p.suffix == ".png" for p in written[1:])
     assert all(f"img/results-{e}.png" in text for e in sorted(EXPERIMENTS))
 
 
@@ -451,7 +456,7 @@ def test_the_report_writes_without_measurements(tmp_path: Path) -> None:
         Results("df:2,4,2", "quick", 1), tmp_path / "r.md", tmp_path / "img", tmp_path / "r.json"
     )
     text = written[0].read_text()
-    assert text.count("Not measured yet.") == 5 and "not the papers'" not in text
+    assert text.count("Not measured yet.") == 6 and "not the papers'" not in text
 
 
 def test_the_pace_names_what_was_busy() -> None:

@@ -16,8 +16,6 @@ from tests.unit.test_reproduce import cell, measurement
 
 pytestmark = pytest.mark.unit
 
-NO_PLOTS = Path("/nonexistent")  # the section draws no plot
-
 
 def timed(collective: str, algorithm: str, size: int, seconds: float) -> Measurement:
     return measurement(
@@ -42,7 +40,7 @@ def test_the_quick_profile_runs_every_host_allreduce_beside_innet_and_both_allga
     assert all(c.metered for c in cells[1:]) and not cells[0].metered
 
 
-def test_the_speedup_is_over_the_fastest_host_algorithm_at_each_size() -> None:
+def test_the_speedup_is_over_the_fastest_host_algorithm_at_each_size(tmp_path: Path) -> None:
     results = Results("df:2,4,2", "quick", 1)
     reduce_cell = cell(
         "offloads:allreduce",
@@ -65,15 +63,16 @@ def test_the_speedup_is_over_the_fastest_host_algorithm_at_each_size() -> None:
     assert found[("allreduce", 4)] == (pytest.approx(2.5), "binomial")
     assert found[("allreduce", 1024)] == (pytest.approx(3.5), "ring")
     assert found[("allgather", 1024)] == (pytest.approx(2.5), "recursive_doubling")
-    section = offloads.section(results, NO_PLOTS, 2)
+    section = offloads.section(results, tmp_path, 2)
     assert section.summary[2] == "2.50x and 3.50x; 2.50x"
     assert section.summary[3] == "0.83x and 1.17x; 1.25x"  # over the targets 3x and 2x
     # what the emulated hosts add (ns-3's do not): the late start, the spread of the ends
+    assert section.figures and section.figures[0].exists()
     assert any(
         "at 4 B, 30.0 ms of the last rank's late start and 40.0 ms" in line for line in section.body
     ), section.body
 
 
-def test_nothing_measured_says_so() -> None:
-    section = offloads.section(Results("df:2,4,2", "quick", 1), NO_PLOTS, 2)
+def test_nothing_measured_says_so(tmp_path: Path) -> None:
+    section = offloads.section(Results("df:2,4,2", "quick", 1), tmp_path, 2)
     assert section.body == ["Not measured yet."]

@@ -13,10 +13,12 @@ from mininet_topos.experiments.reproduce.results import CellResult, Measurement,
 from mininet_topos.experiments.reproduce.words import (
     ALIGNED_START,
     Section,
+    figure_path,
     measurements,
     median,
     ms,
     pace,
+    pyplot,
     ratio,
     size_text,
     spread_text,
@@ -133,7 +135,29 @@ def section(results: Results, img_dir: Path, cores: int) -> Section:
         "**Where we differ:** no paper measured these; SwitchML-style aggregation on Tofino "
         "adds at line rate, where BMv2 adds one chunk of 32 lanes per pass on two shared cores.",
     ]
+    section.figures.append(_plot(pairs, img_dir))
     return section
+
+
+def _plot(pairs: list[tuple[CellResult, Measurement]], img_dir: Path) -> Path:
+    """Median times per algorithm, one panel per collective and size."""
+    panels: dict[tuple[str, int], dict[str, float]] = {}
+    for _, m in pairs:
+        if (t := median(m.completion_s)) is not None:
+            panels.setdefault((m.collective, m.size), {})[m.algorithm] = t
+    plt = pyplot()
+    keys = sorted(panels)
+    fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 4), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        names = sorted(panels[key], key=lambda n: (not n.startswith("innet"), n))
+        ax.bar(names, [panels[key][n] for n in names])
+        ax.set(yscale="log", ylabel="time (s)", title=f"{key[0]} {size_text(key[1])}")
+        ax.tick_params(axis="x", labelrotation=45, labelsize=7)
+    fig.tight_layout()
+    path = figure_path(img_dir, EXPERIMENT)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def _host_time(pairs: list[tuple[CellResult, Measurement]]) -> list[str]:

@@ -45,6 +45,8 @@ ALLREDUCE = ("innet", "recursive_doubling", "ring", "rabenseifner", "binomial")
 ALLREDUCE_SIZES = (4, 1024)
 ALLGATHER = ("innet_packed", "recursive_doubling")
 ALLGATHER_SIZE = 1024
+# each collective's offload: the algorithm its speedup is of
+OFFLOAD = {"allreduce": "innet", "allgather": "innet_packed"}
 
 
 def cells(hosts: int, full: bool) -> list[CellSpec]:
@@ -78,7 +80,7 @@ def speedups(results: Results) -> dict[tuple[str, int], tuple[float | None, str]
         at.setdefault((m.collective, m.size), {})[m.algorithm] = m
     out: dict[tuple[str, int], tuple[float | None, str]] = {}
     for (collective, size), by_name in at.items():
-        offload = "innet" if collective == "allreduce" else "innet_packed"
+        offload = OFFLOAD[collective]
         hosts = {n: median(m.completion_s) for n, m in by_name.items() if n != offload}
         timed = {n: t for n, t in hosts.items() if t is not None}
         if offload not in by_name or not timed:
@@ -106,7 +108,7 @@ def section(results: Results, img_dir: Path, cores: int) -> Section:
         )
     lines = []
     for (collective, size), (speed, best) in sorted(found.items()):
-        offload = "innet" if collective == "allreduce" else "innet_packed"
+        offload = OFFLOAD[collective]
         lines.append(f"{collective} {size_text(size)}: {offload} {times_text(speed)} {best}")
     reduce_at = [found.get(("allreduce", s), (None, ""))[0] for s in ALLREDUCE_SIZES]
     gather = found.get(("allgather", ALLGATHER_SIZE), (None, ""))[0]

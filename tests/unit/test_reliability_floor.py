@@ -9,7 +9,8 @@ from mininet_topos.experiments.reliability import runner as reliability
 from mininet_topos.experiments.reliability.report import render
 from mininet_topos.experiments.reliability.report_floor import beyond_lossless
 from mininet_topos.experiments.reliability.report_timing import BASELINE_SETTING
-from mininet_topos.experiments.reliability.results import Part, Results
+from mininet_topos.experiments.reliability.results import Results
+from tests.unit import test_reliability_timing as timing
 
 pytestmark = pytest.mark.unit
 
@@ -17,22 +18,7 @@ LOSSY = "1% loss, every link"
 
 
 def add(results: Results, setting: str, resent: int, nacks: int, lost: int, ops: int) -> None:
-    size = next(s for c, a, s in reliability.CELLS if (c, a) == ("allreduce", "innet"))
-    results.cell((setting, "allreduce", "innet", size)).parts.append(
-        Part(
-            run=0,
-            started="2026-11-28T08:00:00Z",
-            seed=1,
-            operations=ops,
-            retransmissions=resent,
-            nacks=nacks,
-            wrong=0,
-            failures=0,
-            seconds=10.0,
-            lost_frames=lost,
-            queue_drops=0,
-        )
-    )
+    timing.add(results, setting, "allreduce", "innet", 10.0, lost, ops, resent, nacks)
 
 
 def test_the_lossless_cells_rate_is_taken_off_per_operation() -> None:

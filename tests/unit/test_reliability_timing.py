@@ -24,6 +24,8 @@ def add(
     seconds: float,
     lost: int = 0,
     operations: int = 100,
+    resent: int = 0,
+    nacks: int = 0,
 ) -> None:
     size = next(s for c, a, s in reliability.CELLS if (c, a) == (collective, algorithm))
     cell = results.cell((setting, collective, algorithm, size))
@@ -33,8 +35,8 @@ def add(
             started="2026-11-28T08:00:00Z",
             seed=1,
             operations=operations,
-            retransmissions=0,
-            nacks=0,
+            retransmissions=resent,
+            nacks=nacks,
             wrong=0,
             failures=0,
             seconds=seconds,

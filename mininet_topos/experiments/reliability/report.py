@@ -42,8 +42,8 @@ def _queue_drops(cell: Cell) -> str:
 def _per_loss(cell: Cell, name: str) -> str:
     """``name`` per frame the links lost (seeded losses and the emulator's queue drops: what
     the protocol had to repair); "-" where nothing was lost."""
-    lost = cell.frames_lost()
-    return f"{cell.total(name) / lost:.1f}" if lost else "-"
+    value = cell.per_loss(name)
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _cell_row(cell: Cell) -> str:

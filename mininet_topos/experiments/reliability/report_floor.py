@@ -17,20 +17,14 @@ class BeyondLossless:
     cell: Cell
     lossless: Cell
 
-    def _per_loss(self, name: str, floor: bool) -> float:
-        lost = self.cell.frames_lost()
-        sent = self.cell.total(name)
-        if floor:
-            sent -= self.lossless.total(name) / self.lossless.operations * self.cell.operations
-        return sent / lost
-
     def per_loss(self, name: str) -> float:
         """``name`` (retransmissions or nacks) per frame lost, as the matrix's column."""
-        return self._per_loss(name, floor=False)
+        return self.cell.total(name) / self.cell.frames_lost()
 
     def beyond(self, name: str) -> float:
         """The same less the lossless cell's rate per operation, scaled to this cell's."""
-        return self._per_loss(name, floor=True)
+        floor = self.lossless.total(name) / self.lossless.operations * self.cell.operations
+        return (self.cell.total(name) - floor) / self.cell.frames_lost()
 
 
 def beyond_lossless(results: Results) -> list[BeyondLossless]:

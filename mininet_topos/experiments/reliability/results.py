@@ -70,6 +70,11 @@ class Cell:
         the emulator dropped at its full receive queues."""
         return int(self.total("lost_frames")) + sum(p.queue_drops or 0 for p in self.parts)
 
+    def per_loss(self, name: str) -> float | None:
+        """``name`` (retransmissions or nacks) per frame lost; None where nothing was lost."""
+        lost = self.frames_lost()
+        return self.total(name) / lost if lost else None
+
     def seconds_per_operation(self) -> float | None:
         done = [p for p in self.parts if p.operations]
         if not done:

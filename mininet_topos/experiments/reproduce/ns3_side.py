@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller import wire
+from mininet_topos.experiments.reproduce import offloads
 from mininet_topos.experiments.reproduce.results import CellResult, Results
 
 AGREEMENT = 0.25
@@ -51,8 +52,6 @@ class Comparison:
         )
 
 
-HOST_ALLREDUCE = ("recursive_doubling", "ring", "rabenseifner", "binomial")
-
 COMPARISONS = (
     Comparison("latency", "ib-mcast", "bcast", "innet", ("binomial",), 1, 1 / (1 - 0.58)),
     Comparison("throughput", "ib-mcast", "bcast", "innet", ("binomial",), 262144, 2.12),
@@ -75,17 +74,25 @@ COMPARISONS = (
     ),
     # no paper: the project's targets (offloads.py), in the paper's column
     *(
-        Comparison(f"allreduce-{size}", "offloads", "allreduce", "innet", HOST_ALLREDUCE, size, 3.0)
-        for size in (4, 1024)
+        Comparison(
+            f"allreduce-{size}",
+            offloads.EXPERIMENT,
+            "allreduce",
+            offloads.OFFLOAD["allreduce"],
+            offloads.HOST_ALLREDUCE,
+            size,
+            offloads.PAPER_VALUES["offloads_allreduce"],
+        )
+        for size in offloads.ALLREDUCE_SIZES
     ),
     Comparison(
         "allgather-packed",
-        "offloads",
+        offloads.EXPERIMENT,
         "allgather",
-        "innet_packed",
-        ("recursive_doubling",),
-        1024,
-        2.0,
+        offloads.OFFLOAD["allgather"],
+        tuple(a for a in offloads.ALLGATHER if a != offloads.OFFLOAD["allgather"]),
+        offloads.ALLGATHER_SIZE,
+        offloads.PAPER_VALUES["offloads_allgather"],
     ),
 )
 

@@ -41,7 +41,8 @@ PAPER_VALUES = {
     "offloads_allgather": 2.0,
 }
 
-ALLREDUCE = ("innet", "recursive_doubling", "ring", "rabenseifner", "binomial")
+HOST_ALLREDUCE = ("recursive_doubling", "ring", "rabenseifner", "binomial")
+ALLREDUCE = ("innet", *HOST_ALLREDUCE)
 ALLREDUCE_SIZES = (4, 1024)
 ALLGATHER = ("innet_packed", "recursive_doubling")
 ALLGATHER_SIZE = 1024
@@ -81,8 +82,11 @@ def speedups(results: Results) -> dict[tuple[str, int], tuple[float | None, str]
     out: dict[tuple[str, int], tuple[float | None, str]] = {}
     for (collective, size), by_name in at.items():
         offload = OFFLOAD[collective]
-        hosts = {n: median(m.completion_s) for n, m in by_name.items() if n != offload}
-        timed = {n: t for n, t in hosts.items() if t is not None}
+        timed = {
+            n: t
+            for n, m in by_name.items()
+            if n != offload and (t := median(m.completion_s)) is not None
+        }
         if offload not in by_name or not timed:
             continue
         best = min(timed, key=lambda n: timed[n])

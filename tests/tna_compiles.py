@@ -4,8 +4,13 @@ compiled the current P4 sources, for the tests that read the Tofino compiler's o
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from controller.tofino import build
 
 REPO = Path(__file__).resolve().parents[1]
 COMPILED_TNA = REPO / "build" / "tna"  # make build-tna's output
@@ -34,3 +39,42 @@ def compiled_target(record: dict[str, Any], target: str) -> dict[str, Any] | Non
         if isinstance(entry, dict) and entry.get("target") == target:
             return entry
     return None
+
+
+def compiled_bfrt(target: build.Target, scratch: Path) -> Path:
+    """bfrt.json of the TNA program compiled for target: make build-tna's if it is newer than
+    every P4 source and that run compiled the target, else the compiler's schema alone, written
+    into scratch once the midend is through (the back end takes minutes, most of an hour for
+    Tofino 2: docs/porting-to-tofino.md). Skips, with its reason, where no Tofino compiler is
+    installed."""
+    try:
+        compiler = build.find_tofino_compiler(os.environ.get(build.COMPILER_VARIABLE) or None)
+    except build.ConfigError as exc:
+        pytest.skip(str(exc))
+    if compiler is None:
+        pytest.skip(
+            f"no Tofino compiler ({' / '.join(build.TOFINO_COMPILERS)} / p4c with "
+            f"{build.OPEN_SOURCE_BACKEND}; set {build.COMPILER_VARIABLE})"
+        )
+    made = COMPILED_TNA / target.name / "bfrt.json"
+    record = build_record()
+    entry = compiled_target(record, target.name) if record else None
+    fresh = made.exists() and made.stat().st_mtime >= newest_p4_source()
+    if entry is not None and entry.get("ok") and fresh and entry_profile_matches(entry, target):
+        return made
+    outcome = build.compile_for(
+        compiler, build.DEFAULT_PROGRAM, scratch, target, schema_only=True, timeout_s=300
+    )
+    if not outcome.ok:
+        pytest.fail(f"{' '.join(outcome.command)} failed:\n{outcome.diagnostics}")
+    return scratch / target.name / "bfrt.json"
+
+
+def entry_profile_matches(entry: dict[str, Any], target: build.Target) -> bool:
+    """Whether the record's compile of the target had the target's profile: a --profile full
+    or a -D run compiled another program."""
+    command = entry.get("command")
+    if not isinstance(command, list):
+        return False
+    defines = [arg[2:] for arg in command if isinstance(arg, str) and arg.startswith("-D")]
+    return defines == list(target.defines)

@@ -89,10 +89,12 @@ class Target:
 # lanes without PHV containers, with 32 the egress parser exceeded its 160-byte parse depth.
 # 8 lanes keep the (unused) parsed header small.
 TOFINO1_PROFILE = ("NETCOLL_NO_REDUCTION", "NETCOLL_NO_MINI_PACKETS", "NETCOLL_AGG_LANES=8")
-# Tofino 2 keeps 8 aggregation slots per communicator: the v1model default of 16 (half in
-# flight, so a 1 KiB reduction goes out at once) doubles every reduction register, and the
-# stage figures in docs/porting-to-tofino.md are for 8.
-TOFINO2_PROFILE = ("NETCOLL_AGG_WINDOW=8",)
+# Tofino 2's profile: 16 lanes per REDUCE (the hosts read it from bfrt.json,
+# controller/tofino/sizes.py) and 8 aggregation slots per communicator. With 32 lanes the
+# lanes alone take 8 stages of 4 stateful ALUs after the reduction's verdict, more than the 20
+# the device has (docs/porting-to-tofino.md); v1model's window of 16 doubles every reduction
+# register for half a window more in flight.
+TOFINO2_PROFILE = ("NETCOLL_AGG_WINDOW=8", "NETCOLL_AGG_LANES=16")
 TARGETS = (
     Target("tofino", "tna", 1, "tna.p4", defines=TOFINO1_PROFILE),
     Target("tofino2", "t2na", 2, "t2na.p4", defines=TOFINO2_PROFILE),

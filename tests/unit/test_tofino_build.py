@@ -385,7 +385,26 @@ def _compiled_record(target: build.Target) -> dict[str, Any]:
     return compiled
 
 
-@pytest.mark.parametrize("target", build.TARGETS, ids=lambda t: t.name)
+# Tofino 2's profile does not fit yet (23 stages of 20, docs/porting-to-tofino.md, "Where it
+# stands"); strict, so the day it fits this test says so and the mark goes.
+DOES_NOT_FIT_YET = {"tofino2"}
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        pytest.param(
+            t,
+            marks=pytest.mark.xfail(
+                strict=True, reason="Tofino 2's profile is placed in 23 of its 20 stages"
+            ),
+        )
+        if t.name in DOES_NOT_FIT_YET
+        else t
+        for t in build.TARGETS
+    ],
+    ids=lambda t: t.name,
+)
 def test_each_targets_default_profile_fits_its_device(target: build.Target) -> None:
     """The compiler (and, where the driver stops before it, the assembler) accepted the
     program, and the placement uses no more stages than the device has: Tofino 1's default

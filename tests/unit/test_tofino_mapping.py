@@ -6,7 +6,6 @@ P4 program, and (where a Tofino compiler is installed) the bfrt.json it generate
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -317,42 +316,13 @@ def test_bfrt_json_check_finds_wrong_names(entries: list[BfrtEntry]) -> None:
     assert f"no table {bfrt.table(bfrt.EGRESS_PORT_MAP)}" in problems
 
 
-def _compiled_bfrt(target: build.Target, scratch: Path) -> Path:
-    """bfrt.json of the TNA program compiled for target: make build-tna's if it is newer than
-    every P4 source and that run compiled the target, else the compiler's schema alone, written
-    into scratch once the midend is through (the back end takes minutes, a quarter of an hour
-    for Tofino 2: docs/porting-to-tofino.md). Skips, with its reason, where no Tofino compiler
-    is installed."""
-    try:
-        compiler = build.find_tofino_compiler(os.environ.get(build.COMPILER_VARIABLE) or None)
-    except build.ConfigError as exc:
-        pytest.skip(str(exc))
-    if compiler is None:
-        pytest.skip(
-            f"no Tofino compiler ({' / '.join(build.TOFINO_COMPILERS)} / p4c with "
-            f"{build.OPEN_SOURCE_BACKEND}; set {build.COMPILER_VARIABLE})"
-        )
-    made = tna_compiles.COMPILED_TNA / target.name / "bfrt.json"
-    record = tna_compiles.build_record()
-    entry = tna_compiles.compiled_target(record, target.name) if record else None
-    fresh = made.exists() and made.stat().st_mtime >= tna_compiles.newest_p4_source()
-    if entry is not None and entry.get("ok") and fresh:
-        return made
-    outcome = build.compile_for(
-        compiler, build.DEFAULT_PROGRAM, scratch, target, schema_only=True, timeout_s=300
-    )
-    if not outcome.ok:
-        pytest.fail(f"{' '.join(outcome.command)} failed:\n{outcome.diagnostics}")
-    return scratch / target.name / "bfrt.json"
-
-
 @pytest.mark.parametrize("target", build.TARGETS, ids=lambda t: t.name)
 def test_entries_match_the_compiled_bfrt_json(
     entries: list[BfrtEntry], target: build.Target, tmp_path: Path
 ) -> None:
     """Every table, key, action and data field the mapping writes exists in the bfrt.json the
     Tofino compiler generates for the program (runs where the compiler is installed)."""
-    schema = json.loads(_compiled_bfrt(target, tmp_path).read_text())
+    schema = json.loads(tna_compiles.compiled_bfrt(target, tmp_path).read_text())
     assert bfrt_grpc.check_against_bfrt_json(entries, schema) == []
 
 

@@ -57,10 +57,10 @@ def compiled_bfrt(target: build.Target, scratch: Path) -> Path:
             f"{build.OPEN_SOURCE_BACKEND}; set {build.COMPILER_VARIABLE})"
         )
     made = COMPILED_TNA / target.name / "bfrt.json"
-    record = build_record()
-    entry = compiled_target(record, target.name) if record else None
+    record = build_record() or {}
+    entry = compiled_target(record, target.name)
     fresh = made.exists() and made.stat().st_mtime >= newest_p4_source()
-    if entry is not None and entry.get("ok") and fresh and entry_profile_matches(entry, target):
+    if entry is not None and entry.get("ok") and fresh and is_default_profile(record):
         return made
     outcome = build.compile_for(
         compiler, build.DEFAULT_PROGRAM, scratch, target, schema_only=True, timeout_s=300
@@ -70,11 +70,7 @@ def compiled_bfrt(target: build.Target, scratch: Path) -> Path:
     return scratch / target.name / "bfrt.json"
 
 
-def entry_profile_matches(entry: dict[str, Any], target: build.Target) -> bool:
-    """Whether the record's compile of the target had the target's profile: a --profile full
-    or a -D run compiled another program."""
-    command = entry.get("command")
-    if not isinstance(command, list):
-        return False
-    defines = [arg[2:] for arg in command if isinstance(arg, str) and arg.startswith("-D")]
-    return defines == list(target.defines)
+def is_default_profile(record: dict[str, Any]) -> bool:
+    """Whether make build-tna compiled each target with its own profile: no --profile full,
+    no -D of its own."""
+    return record.get("profile", "default") == "default" and not record.get("defines")

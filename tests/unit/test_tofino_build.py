@@ -375,10 +375,11 @@ def _compiled_record(target: build.Target) -> dict[str, Any]:
     record = tna_compiles.build_record()
     if record is None:
         pytest.skip(f"no record of a Tofino compile: {rerun}")
-    if record.get("check") != "tofino-compiler" or record.get("profile", "default") != "default":
-        pytest.skip(f"the last make build-tna was no default-profile compile: {rerun}")
-    if record.get("defines"):
-        pytest.skip(f"the last make build-tna added defines {record['defines']}: {rerun}")
+    if record.get("check") != "tofino-compiler" or not tna_compiles.is_default_profile(record):
+        pytest.skip(
+            f"the last make build-tna was no default-profile compile (profile "
+            f"{record.get('profile')}, defines {record.get('defines')}): {rerun}"
+        )
     compiled = tna_compiles.compiled_target(record, target.name)
     if compiled is None or tna_compiles.RECORD.stat().st_mtime < tna_compiles.newest_p4_source():
         pytest.skip(f"no compile of the current sources for {target.name}: {rerun}")

@@ -90,10 +90,10 @@ class Target:
 # 8 lanes keep the (unused) parsed header small.
 TOFINO1_PROFILE = ("NETCOLL_NO_REDUCTION", "NETCOLL_NO_MINI_PACKETS", "NETCOLL_AGG_LANES=8")
 # Tofino 2's profile: 16 lanes per REDUCE (the hosts read it from bfrt.json,
-# controller/tofino/sizes.py) and 8 aggregation slots per communicator. With 32 lanes the
-# lanes alone take 8 stages of 4 stateful ALUs after the reduction's verdict, more than the 20
-# the device has (docs/porting-to-tofino.md); v1model's window of 16 doubles every reduction
-# register for half a window more in flight.
+# controller/tofino/sizes.py) and 8 aggregation slots per communicator. With 32 lanes PHV
+# allocation fails (p4c-barefoot 1.2.5.16), and the lanes' 8 stages of 4 stateful ALUs after
+# the reduction's verdict (stage 13) would end past the device's 20 (docs/porting-to-tofino.md);
+# v1model's window of 16 doubles every reduction register for half a window more in flight.
 TOFINO2_PROFILE = ("NETCOLL_AGG_WINDOW=8", "NETCOLL_AGG_LANES=16")
 TARGETS = (
     Target("tofino", "tna", 1, "tna.p4", defines=TOFINO1_PROFILE),

@@ -38,6 +38,7 @@
 #include "../common/reduce.p4"
 #include "../common/ackmerge.p4"
 #include "index_bits.p4"
+#include "agg_decisions.p4"
 
 /* Only the profile without the reduction has the barrier's register accesses written out
  * without MP writes and reads (BarrierState, access 3) */
@@ -395,14 +396,17 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
     action compute_missing_before() {
         meta.missing_after = meta.bar_child_mask ^ meta.in_port_bit;
     }
+    port_bitmap_t incomplete; /* AggClassifyTable's key: 0 when every child was counted */
     action compute_arrival_operands() {
         meta.missing_after = meta.missing_after ^ meta.agg_previous;
+        incomplete = meta.agg_previous ^ meta.bar_child_mask;
         meta.in_port_match = meta.agg_previous & meta.in_port_bit; /* admission is past */
         meta.agg_result_known = meta.agg_previous & AGG_RESULT_KNOWN; /* see coll_meta_t */
     }
 
     AggAdmission() admission;
-    AggClassify() classify;
+    AggRelationTable() refine_relation; /* agg_key_relation's last step (tna/agg_decisions.p4) */
+    AggClassifyTable() classify; /* AggClassify as one table (tna/agg_decisions.p4) */
 
     apply {
         /* what needs no slot register first, so it is ready when the registers run: the
@@ -431,18 +435,8 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
             meta.agg_relation = AGG_KEY_SAME; /* not yet known: refined below */
         }
         meta.arch_agg_tag_ahead = agg_key_claim.execute(slot);
-        if (meta.agg_relation != AGG_KEY_FRESH) {
-            if (meta.arch_agg_tag_ahead == 0) {
-                meta.agg_relation = AGG_KEY_SAME;
-            } else if (meta.arch_agg_tag_ahead[31:31] == 0) {
-                meta.agg_relation = AGG_KEY_FRESH;
-            } else {
-                meta.agg_relation = AGG_KEY_STALE;
-            }
-        }
-        if (meta.agg_relation == AGG_KEY_STALE) {
-            meta.drop_reason = DROP_AGG_STALE;
-        } else { /* not a return: p4test 1.2.4 would then take slot for uninitialised */
+        refine_relation.apply(meta); /* a stale key is dropped (DROP_AGG_STALE) */
+        if (meta.agg_relation != AGG_KEY_STALE) {
             /* access A2: agg_arrived */
             if (hdr.coll.op == OP_RESULT) {
                 meta.agg_previous = agg_arrived_finalise.execute(slot);
@@ -450,7 +444,8 @@ control AggState(inout headers_t hdr, inout coll_meta_t meta) {
                 meta.agg_previous = agg_arrived_contribute.execute(slot);
             }
             compute_arrival_operands();
-            classify.apply(hdr, meta); /* agg_lane_mode: what AggLanes does (access A3) */
+            /* agg_lane_mode: what AggLanes does (access A3) */
+            classify.apply(hdr, meta, incomplete);
             /* access A4: only the root distributes a REDUCE (comm_id is range-checked) */
             if (meta.agg_verdict == AGG_DISTRIBUTE && hdr.coll.op == OP_REDUCE) {
                 meta.agg_completed_before = agg_completed_swap.execute((bit<32>) hdr.coll.comm_id);

@@ -7,11 +7,7 @@ no frame length, so the length test never applies there."""
 
 from __future__ import annotations
 
-import functools
 import itertools
-import re
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -20,10 +16,10 @@ from controller.switch_frames import Parsed
 from controller.switch_model import Decision, SwitchModel
 from controller.switch_state import PortRole, SwitchState
 from controller.wire import DropReason, Op
+from tests import p4_const_tables
 
 pytestmark = pytest.mark.unit
 
-P4SRC = Path(__file__).resolve().parents[2] / "p4src"
 KEYS = (
     "parse_error",
     "coll_valid",
@@ -52,84 +48,36 @@ PORT, PORT_NODE, MY_NODE = 1, 0x21, 0x4001
 COMM_SLOTS = 256  # NETCOLL_COMM_SLOTS, the model's Sizes().comm_slots
 
 
-@functools.cache
-def _constant(name: str) -> int:
-    text = (P4SRC / "common" / "constants.p4").read_text()
-    found = re.search(rf"const bit<\d+> {name} = (0x[0-9a-fA-F]+|\d+);", text)
-    assert found, f"{name} is not a constant of p4src/common/constants.p4"
-    return int(found.group(1), 0)
+def _special(agg_payload_bytes: int) -> p4_const_tables.Resolve:
+    """The table's tokens that are not constants of common/constants.p4."""
+    specials = {"COMM_SLOT_LAST": COMM_SLOTS - 1, "AGG_PAYLOAD_BYTES": agg_payload_bytes}
+    return specials.get
 
 
-@dataclass(frozen=True)
-class Entry:
-    match: tuple[str, ...]
-    action: str
-    argument: str | None
-
-
-@functools.cache
-def _entries() -> tuple[Entry, ...]:
-    text = (P4SRC / "common" / "forwarding.p4").read_text()
-    body = text[text.index("table classification") :]
-    body = body[body.index("const entries = {") : body.index("const default_action")]
-    found = re.findall(r"\(([^()]*)\):\s*(\w+)\((\w*)\);", body, re.S)
-    entries = []
-    for match, action, argument in found:
-        fields = tuple(" ".join(f.split()) for f in match.split(","))
-        assert len(fields) == len(KEYS), fields
-        entries.append(Entry(fields, action, argument or None))
-    return tuple(entries)
-
-
-def _value(token: str, agg_payload_bytes: int) -> int:
-    if token == "COMM_SLOT_LAST":
-        return COMM_SLOTS - 1
-    if token == "true":
-        return 1
-    if token == "false":
-        return 0
-    if token == "AGG_PAYLOAD_BYTES":
-        return agg_payload_bytes
-    if re.fullmatch(r"0x[0-9a-fA-F]+|\d+", token):
-        return int(token, 0)
-    return _constant(token)
-
-
-def _matches(field: str, value: int, agg_payload_bytes: int) -> bool:
-    if field == "_":
-        return True
-    if ".." in field:
-        low, high = (_value(t.strip(), agg_payload_bytes) for t in field.split(".."))
-        return low <= value <= high
-    if "&&&" in field:
-        want, mask = (_value(t.strip(), agg_payload_bytes) for t in field.split("&&&"))
-        return value & mask == want & mask
-    return value == _value(field, agg_payload_bytes)
+def _entries() -> tuple[p4_const_tables.Entry, ...]:
+    return p4_const_tables.entries("common/forwarding.p4", "classification", len(KEYS))
 
 
 def _table(keys: dict[str, int], agg_payload_bytes: int) -> tuple[str | None, int]:
     """(class, drop reason) of the first entry that matches; the default otherwise."""
-    for entry in _entries():
-        if all(
-            _matches(field, keys[name], agg_payload_bytes)
-            for field, name in zip(entry.match, KEYS, strict=True)
-        ):
-            if entry.action in ("classify_collective", "route_ipv4"):
-                argument = entry.argument or "CLASS_ROUTE"
-                return CLASS_NAMES[argument], DropReason.NONE
-            if entry.action == "classify_barrier":
-                return "barrier", DropReason.NONE
-            if entry.action == "barrier_out_of_range":
-                return "barrier", DropReason.COMM_RANGE
-            assert entry.argument is not None
-            return None, _constant(entry.argument)
-    return None, DropReason.NON_COLLECTIVE
+    entry = p4_const_tables.first_match(_entries(), KEYS, keys, _special(agg_payload_bytes))
+    if entry is None:
+        return None, DropReason.NON_COLLECTIVE
+    argument = entry.arguments[0] if entry.arguments else None
+    if entry.action in ("classify_collective", "route_ipv4"):
+        return CLASS_NAMES[argument or "CLASS_ROUTE"], DropReason.NONE
+    if entry.action == "classify_barrier":
+        return "barrier", DropReason.NONE
+    if entry.action == "barrier_out_of_range":
+        return "barrier", DropReason.COMM_RANGE
+    assert argument is not None
+    return None, p4_const_tables.constant(argument)
 
 
 def test_the_entries_are_read() -> None:
     entries = _entries()
     assert len(entries) > 20
-    assert entries[0].action == "reject" and entries[0].argument == "DROP_MALFORMED"
+    assert entries[0].action == "reject" and entries[0].arguments == ("DROP_MALFORMED",)
 
 
 def test_the_table_classifies_as_the_model_does() -> None:
@@ -209,4 +157,4 @@ def test_the_table_classifies_as_the_model_does() -> None:
         checked += 1
     assert checked > 100_000
     assert model_for[0].sizes.comm_slots == COMM_SLOTS
-    assert _constant("OP_MP") == Op.MP
+    assert p4_const_tables.constant("OP_MP") == Op.MP

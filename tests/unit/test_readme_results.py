@@ -69,3 +69,33 @@ def test_the_table_names_every_run_its_cells_came_from() -> None:
     assert f"{held_new} at `5ew0002`" in line
     assert f"{len(keys) - held_new} at `0ld0001`" in line
     assert line.index("`5ew0002`") < line.index("`0ld0001`")
+
+
+def test_each_row_names_the_links_its_own_cells_were_measured_on() -> None:
+    """A --resume on other links keeps the older cells: each row's command gives the dilation
+    its own cells had (before, every row took the last run's), and a paper whose cells span
+    two settings says its figures are not side by side."""
+    results = Results.load(ROOT / "docs" / "results.json")
+    base = results.runs[0]
+    slow = dataclasses.replace(
+        base, started="2026-12-02T00:00:00Z", environment={**base.environment, "dilation": 2e5}
+    )
+    fast = dataclasses.replace(
+        base, started="2026-12-01T00:00:00Z", environment={**base.environment, "dilation": 1e5}
+    )
+    results.runs = [fast, slow]
+    for key, cell in results.cells.items():
+        run = 1 if cell.experiment == "offloads" else 0
+        results.cells[key] = dataclasses.replace(cell, run=run)
+    table = summary.render(results)
+    lines = table.splitlines()[2 : 2 + len(PAPERS)]
+    rows = {paper.EXPERIMENT: row for paper, row in zip(PAPERS, lines, strict=True)}
+    assert "--dilation 200000'" in rows["offloads"]
+    assert "--dilation 100000'" in rows["ragasa"]
+    footer = table.splitlines()[-1]
+    assert "dilation 200000x" in footer and "dilation 100000x" in footer
+    # one offloads cell from the other run: that row's ratios mix two settings
+    key = next(k for k, c in results.cells.items() if c.experiment == "offloads")
+    results.cells[key] = dataclasses.replace(results.cells[key], run=0)
+    row = summary.render(results).splitlines()[2 + [p.EXPERIMENT for p in PAPERS].index("offloads")]
+    assert "cells on 2 link settings: not side by side" in row

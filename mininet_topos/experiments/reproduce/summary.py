@@ -55,20 +55,43 @@ def render(results: Results) -> str:
             what = what or paper.CLAIM.title
             if judged := cpu_bound_cells(results, paper.EXPERIMENT):
                 ours = f"{ours} ({judged}: not a result)"
+            settings = _link_settings(results, paper.EXPERIMENT)
+            if len(settings) > 1:
+                ours = f"{ours} (cells on {len(settings)} link settings: not side by side)"
+            own = settings[0][1] if settings else env
             lines.append(
                 f"| {paper.CLAIM.paper} | {what} | {ours} | {theirs} | "
-                f"{command(paper.EXPERIMENT, env)} |"
+                f"{command(paper.EXPERIMENT, own)} |"
             )
     when = _provenance(results)
-    links = env.get("links", {}).get("describe", "links unshaped")
-    dilation = f", dilation {env['dilation']:g}x" if env.get("dilation") else ""
+    links = "; ".join(_links_text(own) for _, own in _link_settings(results)) or _links_text(env)
     lines += [
         "",
         f"{results.topo}, {results.profile} profile, {len(results.cells)} cells ({when}); "
-        f"{links}{dilation}; every section with its spread, plots, fidelity verdicts and "
+        f"{links}; every section with its spread, plots, fidelity verdicts and "
         "where we differ: `docs/results.md`.",
     ]
     return "\n".join(lines)
+
+
+def _links_text(env: dict[str, Any]) -> str:
+    links = env.get("links", {}).get("describe", "links unshaped")
+    return links + (f", dilation {env['dilation']:g}x" if env.get("dilation") else "")
+
+
+def _link_settings(
+    results: Results, experiment: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """The link settings the cells (of ``experiment``, or all) were measured on, newest run
+    first: (its text, the environment of its newest run). A --resume on other links keeps the
+    older cells, so each row names its own runs' links, not the last run's."""
+    runs = {c.run for c in results.cells.values() if experiment in (None, c.experiment)}
+    settings: dict[str, dict[str, Any]] = {}
+    newest_first = sorted(runs, key=lambda i: results.runs[i].started, reverse=True)
+    for index in newest_first:
+        env = results.runs[index].environment
+        settings.setdefault(_links_text(env), env)
+    return list(settings.items())
 
 
 def _provenance(results: Results) -> str:

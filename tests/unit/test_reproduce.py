@@ -182,6 +182,24 @@ def test_resume_measures_only_missing_and_failed_cells() -> None:
     assert results.pending(keys) == keys[1:]
 
 
+def test_again_measures_the_named_cells_anew_and_needs_resume_and_only() -> None:
+    """Before --again, measuring one experiment on other links meant a new results file (every
+    other paper's cells set aside) or deleting cells from the JSON by hand."""
+    planned = reproduce_plan.plan("quick", DF242_HOSTS)
+    results = Results("df:2,4,2", "quick", 1)
+    for spec in planned:
+        results.cells[spec.key] = cell(spec.key, measurement())
+    offloads = [c for c in planned if c.experiment == "offloads"]
+    assert offloads
+    assert reproduce.to_measure(results, offloads, again=False) == []
+    assert reproduce.to_measure(results, offloads, again=True) == offloads
+    args = reproduce.parse_args(["--resume", "--only", "offloads", "--again"])
+    assert args.again and args.only == ["offloads"]
+    for incomplete in (["--again", "--only", "offloads"], ["--again", "--resume"]):
+        with pytest.raises(SystemExit):
+            reproduce.parse_args(incomplete)
+
+
 def test_resume_refuses_another_topology_or_profile() -> None:
     results = Results("df:2,4,2", "quick", 1)
     results.check_compatible("df:2,4,2", "quick")

@@ -208,8 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     cells = [c for c in planned if not args.only or c.experiment in args.only or c.key in args.only]
-    todo = set(results.pending([c.key for c in cells]))
-    pending = [c for c in cells if c.key in todo]
+    pending = to_measure(results, cells, args.again)
     estimate = sum(estimate_seconds(c, topo.num_hosts) for c in pending)
     print(
         f"*** reproduce, {args.profile} profile on {args.topo}: {len(cells)} cells, "
@@ -353,6 +352,13 @@ def open_results(args: argparse.Namespace) -> Results:
     return Results(args.topo, args.profile, args.seed)
 
 
+def to_measure(results: Results, cells: list[CellSpec], again: bool) -> list[CellSpec]:
+    """The cells this run measures, in plan order: those missing from the file or failed
+    there, or (``again``: --again) every one of them, the file's other cells kept."""
+    todo = {c.key for c in cells} if again else set(results.pending([c.key for c in cells]))
+    return [c for c in cells if c.key in todo]
+
+
 def unknown_names(only: list[str], cells: list[CellSpec]) -> list[str]:
     """The --only names that are neither an experiment nor a cell of the plan (a typo would
     otherwise measure nothing and say so only as "0 cells")."""
@@ -391,6 +397,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--resume", action="store_true", help="continue the results file: only missing cells"
     )
+    parser.add_argument(
+        "--again",
+        action="store_true",
+        help="with --resume and --only: measure those cells again (on this run's links), "
+        "keeping the results file's other cells",
+    )
     parser.add_argument("--results", type=Path, default=Path("docs/results.json"))
     parser.add_argument("--report", type=Path, default=Path("docs/results.md"))
     parser.add_argument("--img-dir", type=Path, default=Path("docs/img"))
@@ -424,7 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.again and not (args.resume and args.only):
+        parser.error("--again measures the --only cells again in a --resume'd file: give both")
     if args.budget is None:
         args.budget = BUDGET_S[args.profile]
     return args

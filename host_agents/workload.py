@@ -17,6 +17,8 @@ from typing import Any
 from host_agents.collectives import Case, collective
 
 MODES = ("single", "all_roots", "overlap")
+ALIGN_LEAD_S = 0.25  # an aligned start's lead on unshaped links (CollectiveTest.align_lead_s)
+ALIGN_LEAD_MAX_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,10 @@ class CollectiveTest:
     # agents on 2 cores over 50-80 ms, which a first-start-to-last-end time would otherwise
     # measure instead of the collective (host_agents.workload_modes.start_together)
     aligned: bool = False
+    # how far ahead rank 0 sets that start: more than its binomial broadcast of the time takes
+    # to reach every rank (72 agents on 2 cores, unshaped: about 70 ms, barrier release skew
+    # included); on slow or long links the harness gives more (experiments/align.py)
+    align_lead_s: float = ALIGN_LEAD_S
     op: str = "sum"  # reductions only (host_agents.reduction)
     # how an iteration runs (host_agents.workload_modes): "single" (one operation), "all_roots"
     # (every rank roots one operation, all started at once, then all waited for: [Ragasa]'s
@@ -56,6 +62,8 @@ class CollectiveTest:
             raise ValueError("sizes must be non-negative")
         if self.aligned and not self.sync:
             raise ValueError("an aligned start needs the barrier before it (sync)")
+        if not 0 < self.align_lead_s <= ALIGN_LEAD_MAX_S:
+            raise ValueError(f"align_lead_s must be in (0, {ALIGN_LEAD_MAX_S:g}] seconds")
 
 
 @dataclass(slots=True)

@@ -22,9 +22,6 @@ from host_agents.collectives import Call
 from host_agents.comm import Comm, Persistent
 from host_agents.workload import CollectiveTest, Instance
 
-# how far ahead rank 0 sets an aligned start: more than its binomial broadcast of that time
-# takes to reach 72 agents on 2 cores (about 70 ms measured, barrier release skew included)
-ALIGN_LEAD_S = 0.25
 _GO = struct.Struct("!d")
 
 
@@ -37,7 +34,7 @@ async def start_together(comm: Comm, test: CollectiveTest) -> float | None:
     await comm.barrier(algorithm="innet" if comm.innet else "dissemination")
     if not test.aligned:
         return None
-    go = _GO.pack(time.monotonic() + ALIGN_LEAD_S) if comm.rank == 0 else None
+    go = _GO.pack(time.monotonic() + test.align_lead_s) if comm.rank == 0 else None
     got = await comm.bcast(go, 0, size=_GO.size, algorithm="binomial")
     (at,) = _GO.unpack(bytes(got))
     wait = at - time.monotonic()

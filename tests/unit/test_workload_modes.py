@@ -12,11 +12,10 @@ import pytest
 
 from controller.topology import Topology
 from controller.topology_build import dragonfly
-from host_agents import workload_modes
 from host_agents.agent import run_test
 from host_agents.comm import CommOptions
 from host_agents.engine import EngineConfig
-from host_agents.workload import CollectiveTest, Workload
+from host_agents.workload import ALIGN_LEAD_S, CollectiveTest, Workload
 from tests.fabric import Cluster
 
 pytestmark = pytest.mark.unit
@@ -96,12 +95,21 @@ def test_modes_are_checked_and_survive_the_workload_file(tmp_path: Any) -> None:
     assert Workload.load(path).tests == [test]
 
 
-@pytest.mark.parametrize("mode", ["single", "overlap", "all_roots"])
+@pytest.mark.parametrize(
+    ("mode", "lead"), [("single", ALIGN_LEAD_S), ("overlap", ALIGN_LEAD_S), ("all_roots", 0.6)]
+)
 def test_an_aligned_start_is_one_time_rank_0_chose_and_each_rank_says_how_late_it_began(
-    mode: str,
+    mode: str, lead: float
 ) -> None:
     test = CollectiveTest(
-        "bcast", "innet", (2000,), iterations=2, warmup=1, mode=mode, aligned=True
+        "bcast",
+        "innet",
+        (2000,),
+        iterations=2,
+        warmup=1,
+        mode=mode,
+        aligned=True,
+        align_lead_s=lead,
     )
     reports = [entries[0] for entries in run_everywhere(test)]
     for i in range(2):
@@ -109,9 +117,9 @@ def test_an_aligned_start_is_one_time_rank_0_chose_and_each_rank_says_how_late_i
         agreed = [r["stamps"][i][0] - r["start_delays"][i] for r in reports]
         assert max(agreed) - min(agreed) < 1e-6
         assert all(0 <= r["start_delays"][i] < 0.1 for r in reports)
-    # and it was set ahead: iterations are at least the lead apart
+    # and it was set ahead by the test's lead: iterations are at least the lead apart
     starts = [r["stamps"][1][0] - r["stamps"][0][0] for r in reports]
-    assert min(starts) >= workload_modes.ALIGN_LEAD_S
+    assert min(starts) >= lead
     assert all(r["wrong"] == 0 for r in reports)
 
 

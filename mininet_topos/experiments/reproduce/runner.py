@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller import topology_build, wire
 from host_agents.comm import ACK_MERGE_MODES
+from mininet_topos.experiments.align import align_lead, diameter, with_lead
 from mininet_topos.experiments.provenance import commit, now
 from mininet_topos.experiments.reproduce import ns3_side, rate_check
 from mininet_topos.experiments.reproduce.cells import BUDGET_S, PROFILES, CellSpec, estimate_seconds
@@ -106,7 +107,9 @@ def run_cell(
     roots: dict[str, Any] = {"roots": []} if spec.fresh_trees else {}
     with net.communicator(members, **roots) as (comm_id, _install):
         options = {"ack_merge": ack_merge}
-        workload = Workload(comm_id, members, list(spec.tests), seed=seed, options=options)
+        lead = align_lead(net.options.links, len(members), diameter(net.topo, members))
+        tests = with_lead(spec.tests, lead)
+        workload = Workload(comm_id, members, tests, seed=seed, options=options)
         metered = metered_launch(net, meter, workload, columns_for(spec.tests[0].collective))
     result = metered.result
     span = result.timed_span()

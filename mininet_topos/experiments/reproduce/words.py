@@ -160,7 +160,9 @@ def unique(cells: list[CellResult]) -> list[CellResult]:
 
 ALIGNED_START = (
     "Each iteration begins with a barrier, then every rank waits for a start time that rank 0 "
-    "set a quarter of a second ahead on the clock all Mininet hosts share, so the barrier's "
+    "set ahead on the clock all Mininet hosts share (by more than its broadcast of that time "
+    "takes on the links: a quarter of a second unshaped, mininet_topos/experiments/align.py), "
+    "so the barrier's "
     "uneven release (50-80 ms across 72 agents on 2 cores) is not counted as the collective's "
     "time. The ranks still wake at that time one after another: the CPU they queue for is in "
     "the table of where the time goes."

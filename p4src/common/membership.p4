@@ -33,6 +33,46 @@ bit<8> mp_generation_status(in bit<32> ahead) {
 
 /* Validate kind and slot before any register is indexed. */
 control MembershipCheck(in headers_t hdr, inout coll_meta_t meta) {
+#if defined(NETCOLL_MEMBERSHIP_TABLES) && !defined(NETCOLL_NO_MINI_PACKETS)
+    /* The if statements below as one constant table (a shim's choice: each branch was a
+     * table on Tofino, nine in all), first entry first; checked against the reference model
+     * for every kind and the slots at both ends of each range by
+     * tests/unit/test_tofino_membership_tables.py. */
+    action admit(bit<8> state_op, bit<1> barrier) {
+        meta.mp_status = MP_STATUS_OK;
+        meta.state_op = state_op;
+        meta.barrier_state_asked = barrier;
+    }
+    action refuse(bit<8> status) {
+        meta.mp_status = status;
+    }
+    const bit<16> TREE_SLOT_LAST = NETCOLL_TREE_SLOTS - 1;
+    const bit<16> COMM_SLOT_LAST = NETCOLL_COMM_SLOTS - 1;
+
+    table mp_admission {
+        key = {
+            hdr.mp.kind : ternary @name("kind");
+            hdr.mp.slot : range @name("slot");
+        }
+        actions = { admit; refuse; }
+        const entries = {
+            (MP_WRITE_TREE, 0 .. TREE_SLOT_LAST): admit(STATE_TREE_MP_WRITE, 0);
+            (MP_READ_TREE, 0 .. TREE_SLOT_LAST): admit(STATE_TREE_MP_READ, 0);
+            (MP_WRITE_TREE, _): refuse(MP_STATUS_BAD_SLOT);
+            (MP_READ_TREE, _): refuse(MP_STATUS_BAD_SLOT);
+            (MP_WRITE_BARRIER, 0 .. COMM_SLOT_LAST): admit(STATE_BARRIER_MP_WRITE, 1);
+            (MP_READ_BARRIER, 0 .. COMM_SLOT_LAST): admit(STATE_BARRIER_MP_READ, 1);
+            (MP_WRITE_BARRIER, _): refuse(MP_STATUS_BAD_SLOT);
+            (MP_READ_BARRIER, _): refuse(MP_STATUS_BAD_SLOT);
+        }
+        const default_action = refuse(MP_STATUS_BAD_KIND);
+    }
+
+    apply {
+        meta.state_slot = hdr.mp.slot; /* the row an admitted MP's state access indexes */
+        mp_admission.apply();
+    }
+#else
     /* each outcome set once, where it is known: a field written and then overwritten costs
      * Tofino a stage, before the state access */
     apply {
@@ -72,10 +112,52 @@ control MembershipCheck(in headers_t hdr, inout coll_meta_t meta) {
         }
 #endif
     }
+#endif /* NETCOLL_MEMBERSHIP_TABLES */
 }
 
 /* Answer a packet addressed to this switch: MP -> MP_REPLY, PING -> PONG. */
 control LocalReply(inout headers_t hdr, inout coll_meta_t meta) {
+#if defined(NETCOLL_MEMBERSHIP_TABLES) && !defined(NETCOLL_NO_MINI_PACKETS)
+    /* The if statements below as one constant table (eight tables on Tofino), checked like
+     * MembershipCheck's. An MP_REPLY that applied its MP leaves drop_reason as it was. */
+    action pong() {
+        hdr.coll.dst_node = hdr.coll.src_node;
+        hdr.coll.src_node = meta.my_node;
+        meta.out_kind = OUT_REPLY;
+        hdr.coll.op = OP_PONG;
+    }
+    action mp_reply() {
+        hdr.coll.dst_node = hdr.coll.src_node;
+        hdr.coll.src_node = meta.my_node;
+        meta.out_kind = OUT_REPLY;
+        hdr.coll.op = OP_MP_REPLY;
+        hdr.mp.status = meta.mp_status;
+    }
+    action mp_reply_counted(bit<8> reason) {
+        mp_reply();
+        meta.drop_reason = reason; /* counted, and the sender is told */
+    }
+
+    table reply_of {
+        key = {
+            hdr.coll.op : ternary @name("op");
+            meta.mp_status : ternary @name("status");
+        }
+        actions = { pong; mp_reply; mp_reply_counted; }
+        const entries = {
+            (OP_PING, _): pong();
+            (_, MP_STATUS_STALE): mp_reply_counted(DROP_MP_STALE);
+            (_, MP_STATUS_DUPLICATE): mp_reply_counted(DROP_MP_DUPLICATE);
+            (_, MP_STATUS_BAD_SLOT): mp_reply_counted(DROP_MP_BAD_SLOT);
+            (_, MP_STATUS_BAD_KIND): mp_reply_counted(DROP_MP_BAD_KIND);
+        }
+        const default_action = mp_reply(); /* applied */
+    }
+
+    apply {
+        reply_of.apply();
+    }
+#else
     apply {
         hdr.coll.dst_node = hdr.coll.src_node;
         hdr.coll.src_node = meta.my_node;
@@ -100,6 +182,7 @@ control LocalReply(inout headers_t hdr, inout coll_meta_t meta) {
         }
 #endif
     }
+#endif /* NETCOLL_MEMBERSHIP_TABLES */
 }
 
 #endif /* NETCOLL_MEMBERSHIP_P4 */

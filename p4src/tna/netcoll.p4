@@ -30,6 +30,8 @@
 #define NETCOLL_SHIM_COUNTER_COLUMN
 /* Classify as one constant table (common/forwarding.p4): TNA ingress has no frame length */
 #define NETCOLL_CLASSIFY_TABLE
+/* MembershipCheck and LocalReply as one constant table each (common/membership.p4) */
+#define NETCOLL_MEMBERSHIP_TABLES
 /* BarrierState here never sets BARRIER_ASKED (a parent's ask read from the cell is
  * v1model's): BarrierDecide leaves that branch out, six tables */
 #define NETCOLL_NO_BARRIER_ASKS

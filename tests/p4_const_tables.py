@@ -98,3 +98,19 @@ def first_match(
         ):
             return entry
     return None
+
+
+def applied(
+    source: str,
+    table: str,
+    key_names: Sequence[str],
+    keys: Mapping[str, int],
+    resolve: Resolve | None = None,
+) -> tuple[int, str, tuple[str, ...]]:
+    """What ``table`` in ``p4src/<source>`` does with ``keys``: the entry taken (its index,
+    -1 for the default action), the action and its arguments."""
+    read = entries(source, table, len(key_names))
+    entry = first_match(read, key_names, keys, resolve)
+    if entry is None:
+        return -1, *default_action(source, table)
+    return read.index(entry), entry.action, entry.arguments

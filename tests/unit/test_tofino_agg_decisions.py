@@ -41,13 +41,10 @@ def _outcome(action: str, arguments: tuple[str, ...]) -> Outcome:
 
 def _table(keys: dict[str, int], reached: set[int] | None = None) -> Outcome:
     """The table's outcome; ``reached`` collects the entry taken (-1: the default)."""
-    table = p4_const_tables.entries(SOURCE, TABLE, len(KEYS))
-    entry = p4_const_tables.first_match(table, KEYS, keys)
+    index, action, arguments = p4_const_tables.applied(SOURCE, TABLE, KEYS, keys)
     if reached is not None:
-        reached.add(-1 if entry is None else table.index(entry))
-    if entry is None:
-        return _outcome(*p4_const_tables.default_action(SOURCE, TABLE))
-    return _outcome(entry.action, entry.arguments)
+        reached.add(index)
+    return _outcome(action, arguments)
 
 
 def _keys(
@@ -123,14 +120,8 @@ RELATION_TABLE = "agg_relation_of"
 
 
 def _relation(relation_before: AggKey, ahead: int) -> tuple[AggKey, DropReason]:
-    table = p4_const_tables.entries(SOURCE, RELATION_TABLE, len(RELATION_KEYS))
     keys = {"relation": relation_before.value, "ahead": ahead}
-    entry = p4_const_tables.first_match(table, RELATION_KEYS, keys)
-    action, arguments = (
-        (entry.action, entry.arguments)
-        if entry
-        else p4_const_tables.default_action(SOURCE, RELATION_TABLE)
-    )
+    _, action, arguments = p4_const_tables.applied(SOURCE, RELATION_TABLE, RELATION_KEYS, keys)
     if action == "stale":
         return AggKey.STALE, DropReason.AGG_STALE
     assert action == "relation", action

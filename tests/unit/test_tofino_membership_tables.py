@@ -35,12 +35,7 @@ STATE_OPS = {
 
 
 def _apply(table: str, keys: tuple[str, ...], values: dict[str, int]) -> tuple[str, list[int]]:
-    entry = p4_const_tables.first_match(
-        p4_const_tables.entries(SOURCE, table, len(keys)), keys, values, SPECIAL.get
-    )
-    action, arguments = (
-        (entry.action, entry.arguments) if entry else p4_const_tables.default_action(SOURCE, table)
-    )
+    _, action, arguments = p4_const_tables.applied(SOURCE, table, keys, values, SPECIAL.get)
     return action, [p4_const_tables.value(a, SPECIAL.get) for a in arguments]
 
 

@@ -64,7 +64,7 @@ def render(results: Results) -> str:
                 f"{command(paper.EXPERIMENT, own)} |"
             )
     when = _provenance(results)
-    links = "; ".join(_links_text(own) for _, own in _link_settings(results)) or _links_text(env)
+    links = "; ".join(text for text, _ in _link_settings(results)) or _links_text(env)
     lines += [
         "",
         f"{results.topo}, {results.profile} profile, {len(results.cells)} cells ({when}); "

@@ -117,19 +117,21 @@ control MembershipCheck(in headers_t hdr, inout coll_meta_t meta) {
 
 /* Answer a packet addressed to this switch: MP -> MP_REPLY, PING -> PONG. */
 control LocalReply(inout headers_t hdr, inout coll_meta_t meta) {
+    /* a reply goes back to whoever asked, from this switch, out of the port it came in */
+    action turn_around() {
+        hdr.coll.dst_node = hdr.coll.src_node;
+        hdr.coll.src_node = meta.my_node;
+        meta.out_kind = OUT_REPLY;
+    }
 #if defined(NETCOLL_MEMBERSHIP_TABLES) && !defined(NETCOLL_NO_MINI_PACKETS)
     /* The if statements below as one constant table (eight tables on Tofino), checked like
      * MembershipCheck's. An MP_REPLY that applied its MP leaves drop_reason as it was. */
     action pong() {
-        hdr.coll.dst_node = hdr.coll.src_node;
-        hdr.coll.src_node = meta.my_node;
-        meta.out_kind = OUT_REPLY;
+        turn_around();
         hdr.coll.op = OP_PONG;
     }
     action mp_reply() {
-        hdr.coll.dst_node = hdr.coll.src_node;
-        hdr.coll.src_node = meta.my_node;
-        meta.out_kind = OUT_REPLY;
+        turn_around();
         hdr.coll.op = OP_MP_REPLY;
         hdr.mp.status = meta.mp_status;
     }
@@ -159,9 +161,7 @@ control LocalReply(inout headers_t hdr, inout coll_meta_t meta) {
     }
 #else
     apply {
-        hdr.coll.dst_node = hdr.coll.src_node;
-        hdr.coll.src_node = meta.my_node;
-        meta.out_kind = OUT_REPLY;
+        turn_around();
         if (hdr.coll.op == OP_PING) {
             hdr.coll.op = OP_PONG;
             return;

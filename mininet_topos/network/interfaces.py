@@ -25,17 +25,21 @@ ENGINE_TIMERS = (
     "coroot_probe_delay",
     "peer_timeout",
     "resend_ask_delay",
-    "barrier_echo_rto",
-    "barrier_rto",
-    "barrier_stagger",
-    "barrier_rto_max",
+    # a barrier nobody waits on: its ranks arrive as their data's repairs end
     "barrier_patient_rto",
-    "reduce_rto_max",
-    "reduce_stagger",
     "early_idle_timeout",
     "early_complete_timeout",
     "comm_linger",
     "stamp_unit",  # so the root's send stamps span its longer round trips (transport/stamps.py)
+)
+# timers that wait for control frames (ARRIVE, RELEASE, REDUCE, RESULT): the control scale
+CONTROL_TIMERS = (
+    "barrier_echo_rto",
+    "barrier_rto",
+    "barrier_stagger",
+    "barrier_rto_max",
+    "reduce_rto_max",
+    "reduce_stagger",
 )
 COMM_TIMERS = ("progress_timeout", "first_data_timeout", "op_timeout")
 
@@ -73,14 +77,17 @@ def windows_for(segment_size: int) -> dict[str, float | int]:
     }
 
 
-def timers_for(scale: float) -> tuple[dict[str, float], dict[str, float]]:
-    """The engine's and the communicator's timers stretched by ``scale`` (links/timing.py);
-    nothing for the unshaped default."""
-    if scale <= 1.0:
+def timers_for(
+    scale: float, control_scale: float = 1.0
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The engine's and the communicator's timers stretched by ``scale``, the barriers' and
+    reductions' by ``control_scale`` (links/timing.py); nothing for the unshaped default."""
+    if scale <= 1.0 and control_scale <= 1.0:
         return {}, {}
     engine, comm = EngineConfig(), CommOptions()
     return (
-        {name: getattr(engine, name) * scale for name in ENGINE_TIMERS},
+        {name: getattr(engine, name) * scale for name in ENGINE_TIMERS}
+        | {name: getattr(engine, name) * control_scale for name in CONTROL_TIMERS},
         {name: getattr(comm, name) * scale for name in COMM_TIMERS},
     )
 

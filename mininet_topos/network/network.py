@@ -44,7 +44,7 @@ from mininet_topos.links import emulator_process
 from mininet_topos.links.bringup import LinkPlan
 from mininet_topos.links.linkfaults import Impairment
 from mininet_topos.links.shaping import LinkModel
-from mininet_topos.links.timing import time_scale
+from mininet_topos.links.timing import control_time_scale, time_scale
 from mininet_topos.network.bmv2 import Bmv2Options
 from mininet_topos.network.bringup import BringUp, LoopThread, exit_on_sigterm
 from mininet_topos.network.interfaces import (
@@ -363,7 +363,7 @@ class NetcollNetwork:
             run_dir=workloads,
             interfaces={h.node_id: f"{h.name}-eth0" for h in self.topo.hosts},
             engine_defaults=self._engine_defaults(),
-            comm_defaults=timers_for(self.time_scale)[1],
+            comm_defaults=timers_for(self.time_scale, self.control_time_scale)[1],
             time_scale=self.time_scale,
         )
 
@@ -377,13 +377,18 @@ class NetcollNetwork:
             "agg_window": sizes.agg_window,
             "segment_size": self.segment_size,
             **windows_for(self.segment_size),
-            **timers_for(self.time_scale)[0],
+            **timers_for(self.time_scale, self.control_time_scale)[0],
         }
 
     @property
     def time_scale(self) -> float:
         """How much slower per hop the links are than the agents' timers assume."""
         return time_scale(self.options.links, self.options.mtu)
+
+    @property
+    def control_time_scale(self) -> float:
+        """The same for the barriers' and reductions' small frames."""
+        return control_time_scale(self.options.links)
 
     @property
     def segment_size(self) -> int:

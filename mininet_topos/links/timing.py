@@ -43,6 +43,21 @@ def time_scale(links: LinkModel, mtu: int) -> float:
     return _scale_for(links, mtu + ETHERNET_HEADER)
 
 
+def frame_scaling(links: LinkModel, mtu: int) -> dict[str, float]:
+    """EngineConfig's data_scale, byte_scale and delay_scale: the data timers' factor, and
+    what gives it for a frame of any size (nothing on unshaped links)."""
+    data = time_scale(links, mtu)
+    if data <= 1.0:
+        return {}
+    rates = [r for r in (links.rate_of("local"), links.rate_of(GLOBAL)) if r is not None]
+    delay = max(links.delay_of("local"), links.delay_of(GLOBAL))
+    return {
+        "data_scale": data,
+        "byte_scale": transmission_time(1, min(rates)) / REFERENCE_HOP_S if rates else 0.0,
+        "delay_scale": max(1.0, delay / REFERENCE_HOP_S),
+    }
+
+
 def control_time_scale(links: LinkModel) -> float:
     """The same factor for the barriers' and reductions' timers: a control frame's hop."""
     return _scale_for(links, CONTROL_FRAME_BYTES)

@@ -44,7 +44,7 @@ from mininet_topos.links import emulator_process
 from mininet_topos.links.bringup import LinkPlan
 from mininet_topos.links.linkfaults import Impairment
 from mininet_topos.links.shaping import LinkModel
-from mininet_topos.links.timing import control_time_scale, time_scale
+from mininet_topos.links.timing import control_time_scale, frame_scaling, time_scale
 from mininet_topos.network.bmv2 import Bmv2Options
 from mininet_topos.network.bringup import BringUp, LoopThread, exit_on_sigterm
 from mininet_topos.network.interfaces import (
@@ -378,6 +378,7 @@ class NetcollNetwork:
             "segment_size": self.segment_size,
             **windows_for(self.segment_size),
             **timers_for(self.time_scale, self.control_time_scale)[0],
+            **frame_scaling(self.options.links, self.options.mtu),
         }
 
     @property

@@ -229,3 +229,41 @@ def test_a_partly_repaired_root_leaves_no_due_ask_behind_to_spin_the_wait() -> N
         assert pacer.timeout(later) > 0.1 * pacer.quiet
 
     with_root(body)
+
+
+def test_on_shaped_links_real_repairs_shrink_the_pause_to_the_blocks_own_frames() -> None:
+    """At 10 Mb/s the data timers stretch by a 9014-byte frame's 7.2 ms; a 1 KiB block's frame
+    takes 0.9 ms. The pause before asking starts stretched (a network that loses nothing
+    asks no earlier than before) and repairs that bring what was missing shrink it down to
+    the unshaped floor, not the stretched one: held at 2.2 s, every allgather of 1 KiB blocks
+    that lost a frame took 8.9 s at 1% loss on Df(2,4,2), against 1.2 s without loss."""
+    from mininet_topos.links.shaping import LinkModel
+    from mininet_topos.links.timing import control_time_scale, frame_scaling, time_scale
+    from mininet_topos.network.interfaces import timers_for
+
+    links = LinkModel(rate=10)
+    timers = timers_for(time_scale(links, 9000), control_time_scale(links))[0]
+    cfg = EngineConfig(segment_size=wire.max_payload(9000), **timers, **frame_scaling(links, 9000))
+    unshaped = EngineConfig()
+
+    async def main() -> None:
+        directory = Directory(
+            macs={n: bytes([2, 0, 0, 0, 0, n]) for n in (ME, MEMBER)},
+            places={n: Place(group=0, switch=0, port=n) for n in (ME, MEMBER)},
+        )
+        engine = Engine(ME, RecordingPort(), directory, cfg)
+        engine.register_comm(COMM, (ME, MEMBER))
+        requests = engine._repairs
+        stretched = max(cfg.rto_initial, cfg.repair_quiet_min)
+        assert requests.quiet == pytest.approx(stretched)
+        small = engine.mcast_incoming(MEMBER, COMM, EPOCH, wire.Tree.INNET, 1024)
+        for _ in range(20):
+            requests.repaired(small, True)
+        assert requests.quiet == pytest.approx(unshaped.repair_quiet_min)
+        full = engine.mcast_incoming(MEMBER, COMM, EPOCH + 1, wire.Tree.INNET, 65536)
+        requests.quiet = stretched
+        for _ in range(20):
+            requests.repaired(full, True)
+        assert requests.quiet == pytest.approx(cfg.repair_quiet_min)  # full frames: stretched
+
+    asyncio.run(main())

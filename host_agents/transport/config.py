@@ -139,18 +139,22 @@ class EngineConfig:
     agg_lanes: int = wire.AGG_LANES
     agg_window: int = wire.AGG_WINDOW
     completed_memory: int = 8192  # completed messages remembered to re-ACK their duplicates
-    # On shaped links the data timers above come stretched by a full frame's hop (data_scale,
-    # mininet_topos/links/timing.py); byte_scale (per byte of a frame) and delay_scale give
+    # On shaped links the data timers above come stretched by a full frame's hop
+    # (mininet_topos/links/timing.py); byte_scale (per byte of a frame) and delay_scale give
     # that factor for frames of any size, so a flow of small frames waits for its own frames
-    data_scale: float = 1.0
     byte_scale: float = 0.0
     delay_scale: float = 1.0
 
-    def frame_scale(self, frame_bytes: int) -> float:
-        """What the data timers become for a flow of ``frame_bytes`` frames, as a share of
-        their stretched values (1 unshaped or for full frames)."""
-        own = max(1.0, frame_bytes * self.byte_scale, self.delay_scale)
-        return min(1.0, own / self.data_scale)
+    def frame_scale(self, payload_bytes: int) -> float:
+        """What the data timers become for a flow of frames carrying ``payload_bytes`` each
+        (at most a segment), as a share of their stretched values (1 unshaped or for full
+        frames)."""
+
+        def stretch(payload: int) -> float:
+            frame = payload + wire.HEADER_LEN + wire.ETH_HEADER_LEN
+            return max(1.0, frame * self.byte_scale, self.delay_scale)
+
+        return stretch(min(payload_bytes, self.segment_size)) / stretch(self.segment_size)
 
 
 @dataclass(slots=True)

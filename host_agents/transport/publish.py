@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from controller import wire
 from controller.wire import Flag, Op
 from host_agents.directory import Place
 from host_agents.transport.config import EngineError
@@ -206,8 +205,7 @@ class RepairRequests:
         frame (8.9 s per operation at 1% loss on Df(2,4,2), 1.2 s without loss). Starting
         there keeps a network that loses nothing from asking early."""
         factor = 0.8 if new else 1.5
-        frame = min(msg.size, self.cfg.segment_size) + wire.HEADER_LEN + wire.ETH_HEADER_LEN
-        floor = self.cfg.repair_quiet_min * self.cfg.frame_scale(frame)
+        floor = self.cfg.repair_quiet_min * self.cfg.frame_scale(msg.size)
         self.quiet = min(self.cfg.rto_max, max(floor, self.quiet * factor))
         if new and msg.repair_asks:
             # timed from the first ask, whichever ask it answered: Karn's rule (first asks

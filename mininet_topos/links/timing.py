@@ -44,17 +44,14 @@ def time_scale(links: LinkModel, mtu: int) -> float:
 
 
 def frame_scaling(links: LinkModel, mtu: int) -> dict[str, float]:
-    """EngineConfig's data_scale, byte_scale and delay_scale: the data timers' factor, and
-    what gives it for a frame of any size (nothing on unshaped links)."""
-    data = time_scale(links, mtu)
-    if data <= 1.0:
+    """EngineConfig's byte_scale and delay_scale: what gives the data timers' factor for a
+    frame of any size (nothing where the links stretch no timer)."""
+    if time_scale(links, mtu) <= 1.0:
         return {}
     rates = [r for r in (links.rate_of("local"), links.rate_of(GLOBAL)) if r is not None]
-    delay = max(links.delay_of("local"), links.delay_of(GLOBAL))
     return {
-        "data_scale": data,
         "byte_scale": transmission_time(1, min(rates)) / REFERENCE_HOP_S if rates else 0.0,
-        "delay_scale": max(1.0, delay / REFERENCE_HOP_S),
+        "delay_scale": _scale_for(links, 0),  # a frame of no bytes: the link delay alone
     }
 
 

@@ -132,7 +132,7 @@ def engine_settings(links: dict[str, Any], mtu: int) -> dict[str, Any]:
     fields."""
     from host_agents.engine import EngineConfig
     from mininet_topos.links.shaping import LinkModel
-    from mininet_topos.links.timing import control_time_scale, time_scale
+    from mininet_topos.links.timing import time_scale
     from mininet_topos.network.interfaces import timers_for, windows_for
 
     model = LinkModel(
@@ -142,7 +142,7 @@ def engine_settings(links: dict[str, Any], mtu: int) -> dict[str, Any]:
         global_delay=links.get("global_delay_s"),
     )
     windows = windows_for(wire.max_payload(mtu))
-    timers = timers_for(time_scale(model, mtu), control_time_scale(model))[0]
+    timers = timers_for(time_scale(model, mtu))[0]  # ack_delay: a data timer
     return {
         "window": int(windows["message_window"]),
         "mcast_window": int(windows["mcast_window"]),

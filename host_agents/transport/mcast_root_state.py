@@ -76,7 +76,12 @@ class McastRoot:
         roots' timeouts came before ACKs still queued, and each sent co-roots a repair
         they relayed to their members (4,412 repairs and 6,742 relays for 16 KiB each)."""
         now = self.endpoint.loop.time()
-        return min(self.rtt.rto * self.backoff, self.rto_max) + queue_allowance(self.endpoint, now)
+        return min(self.base_rto * self.backoff, self.rto_max) + queue_allowance(self.endpoint, now)
+
+    @property
+    def base_rto(self) -> float:
+        """The tree's RTO for this message's frames (small ones wait less on shaped links)."""
+        return self.rtt.timeout_for(self.endpoint.cfg, self.source.size)
 
     @property
     def slowest(self) -> int:

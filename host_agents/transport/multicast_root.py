@@ -232,7 +232,10 @@ class MulticastRoots:
             return
         behind = self._behind(root, root.slowest)
         if self._queue_explains(root, waited) and not outrun(
-            root, behind, self.loop.time(), self.cfg.rto_min
+            root,
+            behind,
+            self.loop.time(),
+            self.cfg.rto_min * self.cfg.frame_scale(root.source.size),
         ):
             root.backoff *= 2  # look again later: the tree is still delivering
             root.timer = self.loop.call_later(root.rto, self._on_timeout, root)
@@ -265,7 +268,7 @@ class MulticastRoots:
         of minutes past counted: on the dilated links a rank's periodic barrier resends kept
         a root whose 1 B broadcast went unacknowledged silent until its cap, 356 s."""
         now = self.loop.time()
-        recent = root.rtt.rto + queue_allowance(self.endpoint, now)
+        recent = root.base_rto + queue_allowance(self.endpoint, now)
         return waited < root.rto_max and link_busy(self.endpoint, now, recent)
 
     def _behind(self, root: McastRoot, first: int) -> list[int]:

@@ -188,7 +188,8 @@ class Unicast:
 
     def _arm_timer(self, msg: OutgoingMessage, peer: PeerState) -> None:
         if msg.timer is None and msg.sent_at:
-            msg.timer = self.loop.call_later(peer.rtt.rto * msg.backoff, self._on_timeout, msg)
+            rto = peer.rtt.timeout_for(self.cfg, msg.source.size)
+            msg.timer = self.loop.call_later(rto * msg.backoff, self._on_timeout, msg)
 
     def _on_timeout(self, msg: OutgoingMessage) -> None:
         msg.timer = None
@@ -200,7 +201,8 @@ class Unicast:
             msg.done.set_exception(PeerTimeout(msg.dst, self._timeout_detail(msg, peer), waited))
             return
         peer.cwnd = max(2.0, peer.cwnd / 2)
-        msg.backoff = min(msg.backoff * 2, self.cfg.rto_max / max(peer.rtt.rto, 1e-6))
+        rto = peer.rtt.timeout_for(self.cfg, msg.source.size)
+        msg.backoff = min(msg.backoff * 2, self.cfg.rto_max / max(rto, 1e-6))
         for seg in sorted(msg.sent_at)[:4]:
             self._transmit(msg, seg, retransmit=True)
         self._arm_timer(msg, peer)
@@ -257,18 +259,21 @@ class Unicast:
             return
         # holes below a selectively acknowledged segment were lost: resend them once per RTT
         if highest_sacked > 0:
-            horizon = now - max(peer.rtt.srtt, self.cfg.rto_min)
+            horizon = now - max(peer.rtt.srtt, self._rto_floor(msg))
             self._resend_sent_before(msg, range(cum, highest_sacked), horizon)
         if hdr.flags & Flag.RESEND:  # the receiver is waiting for it: no timeout to wait out
             # sent a round trip ago and still not there: lost, not in flight (a request that
             # crossed the data costs one duplicate)
-            horizon = now - (peer.rtt.srtt or self.cfg.rto_min)
+            horizon = now - (peer.rtt.srtt or self._rto_floor(msg))
             self._resend_sent_before(msg, sorted(msg.sent_at)[:4], horizon)
         if msg.timer is not None:
             msg.timer.cancel()
             msg.timer = None
         self._arm_timer(msg, peer)
         self._pump_peer(msg.dst)
+
+    def _rto_floor(self, msg: OutgoingMessage) -> float:
+        return self.cfg.rto_min * self.cfg.frame_scale(msg.source.size)
 
     def _resend_sent_before(
         self, msg: OutgoingMessage, segments: Iterable[int], horizon: float

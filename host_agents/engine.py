@@ -297,14 +297,13 @@ class Engine:
         """Arrive at barrier ``epoch`` of ``comm``; the future completes at its release."""
         return self.barriers.arrive(comm, epoch, timeout)
 
-    def released_epoch(self, comm: int) -> int:
-        return self.barriers.released_epoch(comm)
-
     async def reduce_in_switches(
         self, comm: int, epoch: int, data: bytes | bytearray, op: wire.AggOp, timeout: float
     ) -> bytes:
         """Every rank's ``data`` combined by the switches (instance ``epoch``, a barrier epoch)."""
-        return await self._switch_reduce.reduce(comm, epoch, data, op, timeout)
+        result = await self._switch_reduce.reduce(comm, epoch, data, op, timeout)
+        self.barriers.released_by_reduction(comm, epoch)  # its last RESULT released the epoch
+        return result
 
     # -- frames -----------------------------------------------------------------------------
 

@@ -70,13 +70,23 @@ class ArriveResends:
         # a patient rank waits as long for its echo: nobody waits on it
         self.delay = cfg.barrier_echo_rto if asks_echo and not patient else self.ordered_delay
         self.last_sent = self.started
+        self.sent = False  # the first ARRIVE went out (start, or an ask's resend)
         self.timer: asyncio.TimerHandle | None = None
         waiter.add_done_callback(self._stop)
 
     def start(self) -> None:
+        if self.waiter.done() or self.sent:
+            return
+        self.sent = True
+        self.started = self.last_sent = self.endpoint.loop.time()
         self.send(False)
         if not self.waiter.done():  # an in-process fabric may answer at once
             self._arm()
+
+    def hold(self) -> None:
+        """Send nothing until :meth:`start` (the switches would drop this ARRIVE: its epoch
+        is past their window), but still fail at the deadline."""
+        self.timer = self.endpoint.loop.call_at(self.deadline, self._expire)
 
     def recorded(self) -> None:
         """The switch echoed the ARRIVE: from now on only the ordered slow timer runs."""
@@ -93,7 +103,8 @@ class ArriveResends:
             return
         self.ordered_delay = self.turn
         self.delay = min(self.delay, self.turn)
-        self._arm(since=self.last_sent)
+        if self.sent:  # a held ARRIVE keeps its new timers for when it goes out
+            self._arm(since=self.last_sent)
 
     def asked(self) -> None:
         """The switch is at this epoch and has not recorded this rank: resend now, unless it
@@ -121,6 +132,7 @@ class ArriveResends:
             switch = own_switch(self.endpoint)
             self.waiter.set_exception(PeerTimeout(switch, self.what, self.timeout))
             return
+        self.sent = True
         self.send(True)
         self.last_sent = loop.time()
         # backing off (a patient rank's timer is already past barrier_rto_max)

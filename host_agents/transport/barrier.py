@@ -56,9 +56,6 @@ class Barrier:
             if not waiting[1].done():
                 waiting[1].set_exception(EngineError(f"communicator {comm} was freed"))
 
-    def released_epoch(self, comm: int) -> int:
-        return self._released.get(comm, 0)
-
     def arrive(
         self, comm: int, epoch: int, timeout: float, *, patient: bool = False
     ) -> asyncio.Future[None]:
@@ -118,8 +115,51 @@ class Barrier:
         )
         self._resends[comm, epoch] = resends
         waiter.add_done_callback(forget)
-        resends.start()
+        if self._in_window(comm, epoch):
+            resends.start()
+        else:
+            resends.hold()
+            self._hurry_oldest(comm)
         return waiter
+
+    def released_by_reduction(self, comm: int, epoch: int) -> None:
+        """An in-network reduction numbered ``epoch`` completed here: its last RESULT released
+        that barrier epoch and every earlier one at the switches."""
+        released = self._released.get(comm)
+        if released is None:
+            return  # freed meanwhile
+        if wire.serial_lt(self._arrived.get(comm, released), epoch):
+            self._arrived[comm] = epoch
+        hdr = wire.Header(op=Op.RELEASE, comm_id=comm, epoch=epoch, src_node=self.endpoint.node)
+        self.on_release(hdr)
+
+    def released_epoch(self, comm: int) -> int:
+        return self._released.get(comm, 0)
+
+    def _in_window(self, comm: int, epoch: int) -> bool:
+        """Would the switches record an ARRIVE of ``epoch`` (as far as this rank knows what
+        they released)? They drop one more than ``barrier_window`` epochs ahead, and its
+        rank would resend it only on an ask or its timer: with the allgather's confirmations
+        in the background (two epochs per operation) and 1% loss on 10 Mb/s links, fast
+        ranks ran that far ahead, 2,720 ARRIVEs were dropped in 40 operations, and every
+        rank resent about one per operation (more than the data's repairs)."""
+        ahead = (epoch - self._released.get(comm, epoch)) & 0xFFFF
+        return ahead <= self.cfg.barrier_window
+
+    def _hurry_oldest(self, comm: int) -> None:
+        """A held ARRIVE waits on the oldest open epoch's release: somebody waits on it now."""
+        oldest = (self._released.get(comm, 0) + 1) & 0xFFFF
+        resends = self._resends.get((comm, oldest))
+        if resends is not None:
+            resends.hurry()
+
+    def _start_held(self, comm: int) -> None:
+        """Send the ARRIVEs held back that the switches' window now takes."""
+        for (resends_comm, epoch), resends in list(self._resends.items()):
+            if resends_comm == comm and not resends.sent and self._in_window(comm, epoch):
+                resends.start()
+        if any(c == comm and not r.sent for (c, _), r in self._resends.items()):
+            self._hurry_oldest(comm)
 
     def hurry(self, comm: int) -> None:
         """Somebody waits on ``comm``'s patient barriers now: resend them as others."""
@@ -162,3 +202,4 @@ class Barrier:
         for waiting_epoch, waiter in list(self._waiters.get(comm, [])):
             if not wire.serial_lt(newest, waiting_epoch) and not waiter.done():
                 waiter.set_result(None)
+        self._start_held(comm)

@@ -138,6 +138,9 @@ class EngineConfig:
     # program (NETCOLL_AGG_LANES, NETCOLL_AGG_WINDOW; the launcher passes P4Info's)
     agg_lanes: int = wire.AGG_LANES
     agg_window: int = wire.AGG_WINDOW
+    # open barrier epochs per communicator at a switch (NETCOLL_BARRIER_WINDOW; P4Info's):
+    # an ARRIVE further ahead of the last release is held back, as the switches drop it
+    barrier_window: int = 4
     completed_memory: int = 8192  # completed messages remembered to re-ACK their duplicates
     # On shaped links the data timers above come stretched by a full frame's hop
     # (mininet_topos/links/timing.py); byte_scale (per byte of a frame) and delay_scale give

@@ -375,6 +375,7 @@ class NetcollNetwork:
         return {
             "agg_lanes": sizes.agg_lanes,
             "agg_window": sizes.agg_window,
+            "barrier_window": sizes.barrier_window,
             "segment_size": self.segment_size,
             **windows_for(self.segment_size),
             **timers_for(self.time_scale, self.control_time_scale)[0],

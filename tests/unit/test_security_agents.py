@@ -279,7 +279,7 @@ def test_a_release_from_another_host_is_refused() -> None:
         hdr = wire.Header(op=Op.RELEASE, comm_id=victim.comm_id, epoch=1, src_node=OUTSIDER)
         victim.engine._on_frame(wire.build_frame(hdr, b"", dst_mac=b"\xff" * 6))
         assert dropped(victim, Refusal.NOT_MY_SWITCH) == 1
-        assert victim.engine.released_epoch(victim.comm_id) == 0
+        assert victim.engine.barriers.released_epoch(victim.comm_id) == 0
 
     run(body)
 

@@ -708,7 +708,7 @@ def test_an_ask_from_the_switch_releases_a_lost_release_and_hurries_a_lost_arriv
         stuck = engine.barrier_arrive(COMM, 1, timeout=5)
         engine._on_frame(ask(2))
         await asyncio.wait_for(stuck, 0.1)
-        assert engine.released_epoch(COMM) == 1
+        assert engine.barriers.released_epoch(COMM) == 1
         engine.barriers._repair_through[COMM] = 100  # repair mode
         lost = engine.barrier_arrive(COMM, 2, timeout=5)
         await asyncio.sleep(0.15)  # before its echo timeout; sooner it may be on its way
